@@ -1,0 +1,38 @@
+#pragma once
+// Errors are exceptions on the host carrying what went wrong and where.
+// `main` maps error_kind to the process exit code; libraries never exit or log.
+
+#include <stdexcept>
+#include <string>
+
+namespace heightgrid {
+
+enum class error_kind {
+  usage,     ///< bad command line or option value
+  input,     ///< an input file is missing, unreadable or malformed
+  output,    ///< the output cannot be written
+  resource,  ///< not enough host or device memory for the request
+  device,    ///< a CUDA runtime failure
+  internal,  ///< a broken invariant: a bug in heightgrid
+};
+
+/// Process exit code for an error kind (0 is success, 1 is reserved for unknown failures).
+int exit_code(error_kind kind) noexcept;
+
+class error : public std::runtime_error {
+ public:
+  error(error_kind kind, std::string const& message) : std::runtime_error(message), kind_(kind) {}
+  [[nodiscard]] error_kind kind() const noexcept { return kind_; }
+
+ private:
+  error_kind kind_;
+};
+
+/// Throws `error(kind, message)` unless `condition` holds. The condition must be free of side
+/// effects: it documents a precondition as much as it checks one.
+inline void expects(bool condition, error_kind kind, std::string const& message)
+{
+  if (!condition) { throw error(kind, message); }
+}
+
+}  // namespace heightgrid

@@ -1,0 +1,99 @@
+#pragma once
+// The raster grid and the one rule that puts a point into a cell.
+//
+// This header is host-clean but also compiled by nvcc (kernels/): the cell rule is a single
+// inline function shared by every backend, so cell assignment is bit-identical by construction.
+
+#include <array>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+
+#if defined(__CUDACC__)
+#define HG_HOST_DEVICE __host__ __device__
+#else
+#define HG_HOST_DEVICE
+#endif
+
+namespace heightgrid {
+
+/// Linear cell index, row-major from the top-left cell. Grids are limited to 2^32 - 1 cells.
+using cell_id = std::uint32_t;
+/// Cell id of a point that falls outside the grid (or has a non-finite coordinate).
+inline constexpr cell_id no_cell = std::numeric_limits<cell_id>::max();
+/// Largest number of cells a grid may have (no_cell stays reserved).
+inline constexpr std::uint64_t max_cells = std::numeric_limits<cell_id>::max() - 1ULL;
+
+/// A north-up grid in GDAL's convention: (x0, y0) is the outer corner of the top-left cell,
+/// cells are xres wide and yres tall (both positive), rows grow southwards.
+struct grid_spec {
+  double x0{0.0};
+  double y0{0.0};
+  double xres{1.0};
+  double yres{1.0};
+  std::uint32_t cols{0};
+  std::uint32_t rows{0};
+
+  [[nodiscard]] std::uint64_t num_cells() const noexcept
+  {
+    return static_cast<std::uint64_t>(cols) * static_cast<std::uint64_t>(rows);
+  }
+
+  /// GDAL geotransform: x = gt[0] + col*gt[1] + row*gt[2], y = gt[3] + col*gt[4] + row*gt[5].
+  /// North-up, so the rotation terms are 0 and gt[5] is the negative cell height.
+  [[nodiscard]] std::array<double, 6> geotransform() const noexcept
+  {
+    return {x0, xres, 0.0, y0, 0.0, -yres};
+  }
+
+  /// The cell of (x, y): col = floor((x - x0) / xres), row = floor((y0 - y) / yres), evaluated in
+  /// double precision exactly as written (the inverse-geotransform rule; no fused multiply-add,
+  /// no reciprocal). Cells are half-open: a point on the left/top edge of a cell belongs to it.
+  /// Returns no_cell for points outside the grid and for NaN/Inf coordinates.
+  HG_HOST_DEVICE [[nodiscard]] cell_id cell_of(double x, double y) const noexcept
+  {
+    double const c = ::floor((x - x0) / xres);
+    double const r = ::floor((y0 - y) / yres);
+    // Written so that NaN compares false and lands in no_cell.
+    if (!(c >= 0.0 && c < static_cast<double>(cols) && r >= 0.0 && r < static_cast<double>(rows))) {
+      return no_cell;
+    }
+    return static_cast<cell_id>(r) * cols + static_cast<cell_id>(c);
+  }
+};
+
+/// Axis-aligned bounds of a set of points; empty until the first extend().
+struct bounds {
+  double xmin{std::numeric_limits<double>::infinity()};
+  double ymin{std::numeric_limits<double>::infinity()};
+  double xmax{-std::numeric_limits<double>::infinity()};
+  double ymax{-std::numeric_limits<double>::infinity()};
+
+  [[nodiscard]] bool empty() const noexcept { return !(xmin <= xmax && ymin <= ymax); }
+  void extend(double x, double y) noexcept
+  {
+    xmin = x < xmin ? x : xmin;
+    xmax = x > xmax ? x : xmax;
+    ymin = y < ymin ? y : ymin;
+    ymax = y > ymax ? y : ymax;
+  }
+  void extend(bounds const& other) noexcept
+  {
+    if (other.empty()) { return; }
+    extend(other.xmin, other.ymin);
+    extend(other.xmax, other.ymax);
+  }
+};
+
+/// Grid covering every point of `b`, with its origin snapped to multiples of the resolution
+/// (like `gdal -tap`), so that tiles gridded in separate runs line up. Every point inside `b`
+/// gets a cell: cols = floor((xmax - x0) / xres) + 1, rows = floor((y0 - ymin) / yres) + 1.
+/// Throws error_kind::usage for a non-positive/non-finite resolution, error_kind::input for empty
+/// bounds, and error_kind::resource when the grid would exceed max_cells.
+grid_spec grid_from_bounds(bounds const& b, double xres, double yres);
+
+/// Grid for an explicit extent (`--te xmin ymin xmax ymax`), as GDAL sizes it:
+/// cols = floor((xmax - xmin) / xres + 0.5), at least 1. Points outside are dropped.
+grid_spec grid_from_extent(double xmin, double ymin, double xmax, double ymax, double xres, double yres);
+
+}  // namespace heightgrid

@@ -1,0 +1,90 @@
+#include "heightgrid/core/grid_spec.hpp"
+
+#include "heightgrid/core/error.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
+namespace heightgrid {
+namespace {
+
+void check_resolution(double xres, double yres)
+{
+  std::ostringstream msg;
+  msg << "invalid resolution " << xres << " x " << yres << ": it must be finite and > 0";
+  expects(std::isfinite(xres) && std::isfinite(yres) && xres > 0.0 && yres > 0.0, error_kind::usage,
+          msg.str());
+}
+
+std::uint32_t checked_size(double n, char const* axis, double span, double res)
+{
+  // 2^32 - 1 per axis at most; the product is checked against max_cells by the caller.
+  if (!(n >= 1.0 && n <= 4294967295.0)) {
+    std::ostringstream msg;
+    msg << "the grid would need " << n << " " << axis << " (span " << span << " at resolution " << res
+        << "); choose a coarser resolution or a smaller extent";
+    throw error(error_kind::resource, msg.str());
+  }
+  return static_cast<std::uint32_t>(n);
+}
+
+void check_cells(grid_spec const& g)
+{
+  if (g.num_cells() > max_cells) {
+    std::ostringstream msg;
+    msg << "the grid would have " << g.cols << " x " << g.rows << " = " << g.num_cells()
+        << " cells, more than the " << max_cells << " heightgrid supports; choose a coarser resolution";
+    throw error(error_kind::resource, msg.str());
+  }
+}
+
+}  // namespace
+
+grid_spec grid_from_bounds(bounds const& b, double xres, double yres)
+{
+  check_resolution(xres, yres);
+  expects(!b.empty(), error_kind::input, "no points to grid: the input is empty after filtering");
+  expects(std::isfinite(b.xmin) && std::isfinite(b.xmax) && std::isfinite(b.ymin) &&
+            std::isfinite(b.ymax),
+          error_kind::internal, "grid_from_bounds: non-finite bounds");
+
+  grid_spec g;
+  g.xres = xres;
+  g.yres = yres;
+  g.x0 = std::floor(b.xmin / xres) * xres;
+  g.y0 = std::ceil(b.ymax / yres) * yres;
+  // floor/ceil of a rounded quotient times the resolution can miss the extreme point by an ulp;
+  // step the origin outwards until the extreme points map to column 0 / row 0 under the cell rule.
+  while (std::floor((b.xmin - g.x0) / xres) < 0.0) { g.x0 -= xres; }
+  while (std::floor((g.y0 - b.ymax) / yres) < 0.0) { g.y0 += yres; }
+
+  double const cols = std::floor((b.xmax - g.x0) / xres) + 1.0;
+  double const rows = std::floor((g.y0 - b.ymin) / yres) + 1.0;
+  g.cols = checked_size(cols, "columns", b.xmax - g.x0, xres);
+  g.rows = checked_size(rows, "rows", g.y0 - b.ymin, yres);
+  check_cells(g);
+  return g;
+}
+
+grid_spec grid_from_extent(double xmin, double ymin, double xmax, double ymax, double xres, double yres)
+{
+  check_resolution(xres, yres);
+  std::ostringstream msg;
+  msg << "invalid extent " << xmin << " " << ymin << " " << xmax << " " << ymax
+      << ": it must be finite with xmin < xmax and ymin < ymax";
+  expects(std::isfinite(xmin) && std::isfinite(ymin) && std::isfinite(xmax) && std::isfinite(ymax) &&
+            xmin < xmax && ymin < ymax,
+          error_kind::usage, msg.str());
+  grid_spec g;
+  g.x0 = xmin;
+  g.y0 = ymax;
+  g.xres = xres;
+  g.yres = yres;
+  g.cols = checked_size(std::max(1.0, std::floor((xmax - xmin) / xres + 0.5)), "columns", xmax - xmin, xres);
+  g.rows = checked_size(std::max(1.0, std::floor((ymax - ymin) / yres + 0.5)), "rows", ymax - ymin, yres);
+  check_cells(g);
+  return g;
+}
+
+}  // namespace heightgrid

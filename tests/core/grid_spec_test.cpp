@@ -1,0 +1,139 @@
+#include "heightgrid/core/error.hpp"
+#include "heightgrid/core/grid_spec.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <random>
+
+namespace heightgrid {
+namespace {
+
+TEST(GridSpec, CellRuleOnEdgesIsHalfOpen)
+{
+  grid_spec g{10.0, 20.0, 1.0, 1.0, 4, 3};  // x in [10, 14), y in (17, 20]
+  EXPECT_EQ(g.cell_of(10.0, 20.0), 0U);     // the top-left corner belongs to cell 0
+  EXPECT_EQ(g.cell_of(11.0, 20.0), 1U);     // a left edge belongs to the cell on its right
+  EXPECT_EQ(g.cell_of(10.999, 19.5), 0U);
+  EXPECT_EQ(g.cell_of(10.0, 19.0), 4U);     // a top edge belongs to the cell below it
+  EXPECT_EQ(g.cell_of(13.999, 17.001), 11U);
+  EXPECT_EQ(g.cell_of(14.0, 19.5), no_cell);   // right edge of the grid is outside
+  EXPECT_EQ(g.cell_of(12.0, 17.0), no_cell);   // bottom edge of the grid is outside
+  EXPECT_EQ(g.cell_of(9.999, 19.5), no_cell);
+  EXPECT_EQ(g.cell_of(12.0, 20.001), no_cell);
+}
+
+TEST(GridSpec, NonFiniteCoordinatesHaveNoCell)
+{
+  grid_spec g{0.0, 10.0, 1.0, 1.0, 10, 10};
+  double const nan = std::numeric_limits<double>::quiet_NaN();
+  double const inf = std::numeric_limits<double>::infinity();
+  EXPECT_EQ(g.cell_of(nan, 5.0), no_cell);
+  EXPECT_EQ(g.cell_of(5.0, nan), no_cell);
+  EXPECT_EQ(g.cell_of(inf, 5.0), no_cell);
+  EXPECT_EQ(g.cell_of(-inf, 5.0), no_cell);
+}
+
+TEST(GridSpec, NegativeCoordinatesSnapOutwards)
+{
+  bounds b;
+  b.extend(-3.5, -7.25);
+  b.extend(-0.5, -1.0);
+  auto const g = grid_from_bounds(b, 1.0, 1.0);
+  EXPECT_DOUBLE_EQ(g.x0, -4.0);
+  EXPECT_DOUBLE_EQ(g.y0, -1.0);
+  EXPECT_EQ(g.cols, 4U);  // floor((-0.5 - -4) / 1) + 1
+  EXPECT_EQ(g.rows, 7U);  // floor((-1 - -7.25) / 1) + 1
+  EXPECT_EQ(g.cell_of(-3.5, -7.25), 6U * 4U + 0U);
+  EXPECT_EQ(g.cell_of(-0.5, -1.0), 3U);  // y on the top edge -> row 0
+}
+
+TEST(GridSpec, LargeUtmCoordinates)
+{
+  bounds b;
+  b.extend(636001.76, 4849497.9);
+  b.extend(636010.25, 4849500.0);
+  auto const g = grid_from_bounds(b, 0.5, 0.5);
+  EXPECT_DOUBLE_EQ(g.x0, 636001.5);
+  EXPECT_DOUBLE_EQ(g.y0, 4849500.0);
+  EXPECT_EQ(g.cols, 18U);  // floor(8.75 / 0.5) + 1
+  EXPECT_EQ(g.rows, 5U);   // floor(2.1 / 0.5) + 1 with 2.1 just above 2.0
+  // col = floor(0.26 / 0.5) = 0, row = floor((4849500 - 4849497.9) / 0.5) = 4
+  EXPECT_EQ(g.cell_of(636001.76, 4849497.9), 4U * 18U + 0U);
+  // y exactly on the top edge of the grid is row 0; x exactly on a cell edge starts a new column
+  EXPECT_EQ(g.cell_of(636002.0, 4849500.0), 1U);
+}
+
+TEST(GridSpec, EveryPointOfTheBoundsHasACell)
+{
+  std::mt19937_64 rng(42);
+  std::uniform_real_distribution<double> xs(-1e6, 1e6);
+  std::uniform_real_distribution<double> res(0.01, 50.0);
+  for (int trial = 0; trial < 2000; ++trial) {
+    double const a = xs(rng), b2 = xs(rng), c = xs(rng), d = xs(rng);
+    bounds bb;
+    bb.extend(a, c);
+    bb.extend(a + std::abs(b2) * 1e-3, c + std::abs(d) * 1e-3);
+    double const r = res(rng);
+    auto const g = grid_from_bounds(bb, r, r);
+    ASSERT_NE(g.cell_of(bb.xmin, bb.ymin), no_cell) << "trial " << trial;
+    ASSERT_NE(g.cell_of(bb.xmax, bb.ymax), no_cell) << "trial " << trial;
+    ASSERT_NE(g.cell_of(bb.xmin, bb.ymax), no_cell) << "trial " << trial;
+    ASSERT_NE(g.cell_of(bb.xmax, bb.ymin), no_cell) << "trial " << trial;
+    // the last column and row are used (no empty margin)
+    ASSERT_EQ(g.cell_of(bb.xmax, bb.ymin), g.num_cells() - 1) << "trial " << trial;
+    // the origin is snapped to a multiple of the resolution
+    ASSERT_DOUBLE_EQ(std::round(g.x0 / r) * r, g.x0);
+  }
+}
+
+TEST(GridSpec, SinglePointGivesOneCell)
+{
+  bounds b;
+  b.extend(5.0, 5.0);
+  auto const g = grid_from_bounds(b, 2.0, 2.0);
+  EXPECT_EQ(g.num_cells(), 1U);
+  EXPECT_EQ(g.cell_of(5.0, 5.0), 0U);
+}
+
+TEST(GridSpec, ExplicitExtentSizedLikeGdal)
+{
+  auto const g = grid_from_extent(0.0, 0.0, 10.0, 5.0, 3.0, 3.0);
+  EXPECT_EQ(g.cols, 3U);  // floor(10/3 + 0.5)
+  EXPECT_EQ(g.rows, 2U);  // floor(5/3 + 0.5)
+  EXPECT_DOUBLE_EQ(g.x0, 0.0);
+  EXPECT_DOUBLE_EQ(g.y0, 5.0);
+  auto const gt = g.geotransform();
+  EXPECT_DOUBLE_EQ(gt[1], 3.0);
+  EXPECT_DOUBLE_EQ(gt[5], -3.0);
+  EXPECT_DOUBLE_EQ(gt[2], 0.0);
+  EXPECT_DOUBLE_EQ(gt[4], 0.0);
+}
+
+TEST(GridSpec, BadResolutionsAndHugeGridsAreRefused)
+{
+  bounds b;
+  b.extend(0.0, 0.0);
+  b.extend(1000.0, 1000.0);
+  for (double r : {0.0, -1.0, std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity()}) {
+    try {
+      (void)grid_from_bounds(b, r, r);
+      FAIL() << "resolution " << r << " accepted";
+    } catch (error const& e) {
+      EXPECT_EQ(e.kind(), error_kind::usage);
+      EXPECT_NE(std::string(e.what()).find("resolution"), std::string::npos);
+    }
+  }
+  try {
+    (void)grid_from_bounds(b, 1e-5, 1e-5);  // 10^8 x 10^8 cells
+    FAIL() << "absurd grid accepted";
+  } catch (error const& e) {
+    EXPECT_EQ(e.kind(), error_kind::resource);
+  }
+  EXPECT_THROW((void)grid_from_bounds(bounds{}, 1.0, 1.0), error);
+  EXPECT_THROW((void)grid_from_extent(0, 0, 0, 1, 1, 1), error);
+}
+
+}  // namespace
+}  // namespace heightgrid
