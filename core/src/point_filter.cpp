@@ -62,10 +62,12 @@ void apply_filter(filter_options const& options, point_chunk& chunk, filter_stat
       ++stats.by_z;
       continue;
     }
+    // z + 0.0 turns -0.0 into +0.0 (and changes nothing else), so that a cell whose lowest point
+    // is at zero reports the same min on every backend whatever order its points are reduced in.
+    chunk.z[out] = z + 0.0;
     if (out != i) {
       chunk.x[out] = x;
       chunk.y[out] = y;
-      chunk.z[out] = z;
       if (has_class) { chunk.classification[out] = chunk.classification[i]; }
       if (has_flags) { chunk.flags[out] = chunk.flags[i]; }
       if (has_returns) {

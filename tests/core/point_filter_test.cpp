@@ -67,6 +67,18 @@ TEST(PointFilter, KeepAllKeepsNoiseButNotNonFinite)
   EXPECT_EQ(s.non_finite, 2U);
 }
 
+TEST(PointFilter, NegativeZeroBecomesPositiveZero)
+{
+  point_chunk p;
+  p.x = {1, 2};
+  p.y = {1, 2};
+  p.z = {-0.0, -1.5};
+  filter_stats s;
+  apply_filter(filter_options{}, p, s);
+  EXPECT_FALSE(std::signbit(p.z[0]));
+  EXPECT_EQ(p.z[1], -1.5);
+}
+
 TEST(PointFilter, AttributeRulesIgnoredWhenTheSourceHasNoAttributes)
 {
   point_chunk p;

@@ -51,7 +51,7 @@ struct filter_stats {
 
 /// Removes rejected points from `chunk` in place (order of the kept points is preserved).
 /// Rules on attributes the chunk does not have (e.g. classes on XYZ input) do not apply.
-/// Non-finite coordinates are always removed.
+/// Non-finite coordinates are always removed, and z = -0.0 becomes +0.0.
 void apply_filter(filter_options const& options, point_chunk& chunk, filter_stats& stats);
 
 }  // namespace heightgrid
