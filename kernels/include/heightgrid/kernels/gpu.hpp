@@ -1,0 +1,53 @@
+#pragma once
+// The device as a whole: is there one, what is it, how fast does it read.
+// Host-clean: no CUDA header is needed to include this file.
+
+#include <cstddef>
+#include <string>
+
+// The CUDA runtime declares exactly this (driver_types.h); repeating it lets host-only code name a
+// stream without including CUDA headers. A null stream is the legacy default stream.
+struct CUstream_st;
+using cudaStream_t = CUstream_st*;
+
+namespace heightgrid {
+
+/// True when a CUDA device is present, the driver works and heightgrid's kernels can run on it.
+/// Otherwise false, with the reason in `*reason` (when given): no device, no or too old a
+/// driver, a GPU architecture the binary has no code for, or "heightgrid was built without CUDA".
+/// Never throws. The answer is computed once per process.
+[[nodiscard]] bool gpu_available(std::string* reason = nullptr) noexcept;
+
+/// The current CUDA device.
+struct gpu_device_info {
+  std::string name;
+  int sm_count{0};
+  std::size_t total_mem{0};  ///< bytes
+  std::size_t free_mem{0};   ///< bytes, at the time of the query
+  int cc_major{0};
+  int cc_minor{0};
+  std::size_t l2_bytes{0};
+};
+
+/// Properties of the current device. Throws error(error_kind::device) without a usable GPU.
+[[nodiscard]] gpu_device_info query_device();
+
+/// Device read bandwidth in GB/s (1e9 bytes/s): a streaming read kernel over a `bytes`-sized
+/// buffer (rounded down to 16 bytes), median of `repeats` timed runs after one warm-up run.
+/// `bytes` should be well above the L2 size (e.g. 1 GiB) to measure DRAM rather than cache.
+/// Throws error_kind::usage for bytes < 16 or repeats < 1, error_kind::resource when the buffer
+/// does not fit, error_kind::device without a usable GPU.
+[[nodiscard]] double measure_read_bandwidth_gbps(std::size_t bytes, int repeats, cudaStream_t stream);
+
+/// Where the time of a device pipeline went, in milliseconds, measured with CUDA events on the
+/// stream (so host work that stalls the stream is included in the phase that waits for it).
+struct gpu_phase_times {
+  double h2d_ms{0.0};       ///< x, y, z host -> device (pinned staging)
+  double cell_ids_ms{0.0};  ///< grid_spec::cell_of for every point
+  double csr_ms{0.0};       ///< cell ids -> CSR (counting or radix sort)
+  double reduce_ms{0.0};    ///< the reduce mode, output bands included
+  double d2h_ms{0.0};       ///< requested bands device -> host
+  double total_ms{0.0};     ///< the whole call, staging allocations and host waits included
+};
+
+}  // namespace heightgrid

@@ -1,0 +1,62 @@
+#pragma once
+// The output convention of metrics.hpp on the device, shared by every reduce mode so that their
+// bands agree bit for bit: each mode reduces a cell to (n, min, max, sum, m2) in double and hands
+// them to store_cell, which rounds to float once and writes only the requested bands.
+
+#include "heightgrid/core/binning.hpp"
+#include "heightgrid/core/metrics.hpp"
+
+#include <cstdint>
+
+namespace heightgrid::detail {
+
+/// Device pointers of the output bands, one entry per cell; null for bands not requested.
+struct output_bands {
+  float* min{nullptr};
+  float* max{nullptr};
+  float* range{nullptr};
+  std::uint32_t* count{nullptr};
+  float* mean{nullptr};
+  float* stddev{nullptr};
+};
+
+/// One cell reduced in double: its point count, min, max, sum and m2 (the sum of squared deviations
+/// from the mean in double). Modes not asked for sums leave sum and m2 at 0. A plain aggregate (no
+/// member initializers) so that it can live in __shared__ memory.
+struct cell_moments {
+  std::uint64_t n;
+  double lo;
+  double hi;
+  double sum;
+  double m2;
+};
+
+/// The mean in double, as the stddev pass and the mean band need it: sum / n.
+__host__ __device__ inline double cell_mean(double sum, std::uint64_t n) noexcept
+{
+  return sum / static_cast<double>(n);
+}
+
+/// Writes cell `c` of every requested band. Empty cells (n == 0) get `nodata` and count 0.
+/// min/max/range are rounded from double once; mean = float(sum / n); stddev = float(sqrt(m2 / n)).
+__device__ inline void store_cell(output_bands const& out, std::uint64_t c, cell_moments const& m,
+                                  float nodata) noexcept
+{
+  bool const empty = m.n == 0;
+  if (out.count != nullptr) { out.count[c] = static_cast<std::uint32_t>(m.n); }
+  if (out.min != nullptr) { out.min[c] = empty ? nodata : static_cast<float>(m.lo); }
+  if (out.max != nullptr) { out.max[c] = empty ? nodata : static_cast<float>(m.hi); }
+  if (out.range != nullptr) { out.range[c] = empty ? nodata : static_cast<float>(m.hi - m.lo); }
+  if (out.mean != nullptr) { out.mean[c] = empty ? nodata : static_cast<float>(cell_mean(m.sum, m.n)); }
+  if (out.stddev != nullptr) {
+    out.stddev[c] = empty ? nodata : static_cast<float>(::sqrt(m.m2 / static_cast<double>(m.n)));
+  }
+}
+
+/// min and max as std::min(a, b) / std::max(a, b) do it (the CPU reference): on ties the first
+/// argument (the running value) is kept. Written out because fmin/fmax treat NaN and the sign of
+/// zero differently.
+__host__ __device__ inline double min_of(double running, double v) noexcept { return v < running ? v : running; }
+__host__ __device__ inline double max_of(double running, double v) noexcept { return running < v ? v : running; }
+
+}  // namespace heightgrid::detail

@@ -1,0 +1,33 @@
+#pragma once
+// The device state behind the host-clean classes of device_csr.hpp.
+
+#include "detail/cuda_event.cuh"
+#include "detail/device_buffer.cuh"
+#include "heightgrid/kernels/device_csr.hpp"
+
+#include <cstdint>
+
+namespace heightgrid {
+
+struct device_csr::impl {
+  detail::device_buffer<point_offset> offsets;  ///< num_cells + 1 entries, never empty
+  detail::device_buffer<double> z;              ///< at least num_points entries (radix sort keeps
+                                                ///< the outside points after them)
+  std::uint64_t num_cells{0};
+  std::uint64_t num_points{0};
+};
+
+struct device_cell_results::impl {
+  detail::device_buffer<float> min;  ///< each band: num_cells entries when requested, else empty
+  detail::device_buffer<float> max;
+  detail::device_buffer<float> range;
+  detail::device_buffer<std::uint32_t> count;
+  detail::device_buffer<float> mean;
+  detail::device_buffer<float> stddev;
+  std::uint64_t num_cells{0};
+  reduce_mode mode{reduce_mode::thread};
+  detail::cuda_event start;  ///< recorded before and after the mode's work
+  detail::cuda_event stop;
+};
+
+}  // namespace heightgrid

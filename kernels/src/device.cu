@@ -1,0 +1,219 @@
+// The device as a whole: availability (once per process), properties, the memory-pool setup, and
+// the streaming read kernel that measures bandwidth (and doubles as the CUDA smoke test).
+
+#include "detail/cuda_check.cuh"
+#include "detail/cuda_event.cuh"
+#include "detail/device_buffer.cuh"
+#include "detail/device_context.cuh"
+#include "detail/launch.cuh"
+#include "heightgrid/kernels/gpu.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace heightgrid {
+namespace detail {
+
+struct read_policy {
+  static constexpr int block_threads = 256;
+  static constexpr int loads_per_iteration = 4;  ///< independent 16-byte loads in flight per thread
+};
+
+/// Mapping: grid-stride over 16-byte words, read_policy::loads_per_iteration independent loads per
+///   thread per iteration (then a tail loop), folded into an XOR.
+/// Preconditions: in has n entries; sink has 1 entry.
+/// Result: nothing useful; sink[0] is written only if the XOR of everything a thread read equals a
+///   constant the caller never stores, which keeps the loads alive without a store per thread.
+/// Example: n = 4, every word 0 -> the XORs are 0, sink untouched.
+static __global__ void __launch_bounds__(read_policy::block_threads)
+  read_bandwidth_grid_stride_kernel(uint4 const* __restrict__ in, std::uint64_t n, unsigned int* sink)
+{
+  constexpr unsigned int never = 0x9e3779b9U;
+  unsigned int acc = 0;
+  std::uint64_t const stride = grid_threads();
+  std::uint64_t i = global_thread_index();
+  for (; i + (read_policy::loads_per_iteration - 1) * stride < n; i += read_policy::loads_per_iteration * stride) {
+    uint4 v[read_policy::loads_per_iteration];
+#pragma unroll
+    for (int k = 0; k < read_policy::loads_per_iteration; ++k) { v[k] = in[i + static_cast<std::uint64_t>(k) * stride]; }
+#pragma unroll
+    for (int k = 0; k < read_policy::loads_per_iteration; ++k) { acc ^= v[k].x ^ v[k].y ^ v[k].z ^ v[k].w; }
+  }
+  for (; i < n; i += stride) {
+    uint4 const v = in[i];
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == never) { sink[0] = acc; }
+}
+
+namespace {
+
+struct availability {
+  bool ok{false};
+  std::string reason;
+};
+
+std::string describe(cudaError_t status)
+{
+  return std::string(cudaGetErrorString(status)) + " (" + cudaGetErrorName(status) + ")";
+}
+
+availability probe() noexcept
+{
+  try {
+    int count = 0;
+    if (auto const status = cudaGetDeviceCount(&count); status != cudaSuccess) {
+      cudaGetLastError();
+      switch (status) {
+        case cudaErrorNoDevice: return {false, std::string("no CUDA device found (") + cudaGetErrorName(status) + ")"};
+        case cudaErrorInsufficientDriver:
+          return {false, std::string("no NVIDIA driver, or one older than this CUDA runtime needs (") +
+                           cudaGetErrorName(status) + ")"};
+        default: return {false, "CUDA is not usable: " + describe(status)};
+      }
+    }
+    if (count == 0) { return {false, "no CUDA device found"}; }
+    int device = 0;
+    cudaDeviceProp prop{};
+    if (auto const status = cudaGetDevice(&device); status != cudaSuccess) {
+      cudaGetLastError();
+      return {false, "cannot select a CUDA device: " + describe(status)};
+    }
+    if (auto const status = cudaGetDeviceProperties(&prop, device); status != cudaSuccess) {
+      cudaGetLastError();
+      return {false, "cannot query the CUDA device: " + describe(status)};
+    }
+    // Every buffer is stream-ordered (cudaMallocAsync), which needs memory-pool support.
+    int pools = 0;
+    if (cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device) != cudaSuccess || pools == 0) {
+      cudaGetLastError();
+      return {false, std::string(prop.name) + " does not support stream-ordered memory allocation"};
+    }
+    // The binary carries code for the architectures it was built for only (CMAKE_CUDA_ARCHITECTURES):
+    // asking for a kernel's attributes fails if none of them runs on this device.
+    cudaFuncAttributes attributes{};
+    if (auto const status = cudaFuncGetAttributes(&attributes, read_bandwidth_grid_stride_kernel);
+        status != cudaSuccess) {
+      cudaGetLastError();
+      return {false, "heightgrid's kernels cannot run on " + std::string(prop.name) + " (compute capability " +
+                       std::to_string(prop.major) + "." + std::to_string(prop.minor) + "): " + describe(status)};
+    }
+    return {true, {}};
+  } catch (...) {  // std::string allocation: the one thing above that throws
+    return {false, "probing the CUDA device failed"};
+  }
+}
+
+availability const& cached_availability() noexcept
+{
+  static availability const a = probe();
+  return a;
+}
+
+}  // namespace
+
+void require_device()
+{
+  auto const& a = cached_availability();
+  if (!a.ok) { throw error(error_kind::device, "no usable GPU: " + a.reason); }
+
+  static std::mutex mutex;
+  static std::set<int> configured;
+  int device = 0;
+  CUDA_TRY(cudaGetDevice(&device));
+  std::lock_guard<std::mutex> const lock(mutex);
+  if (configured.count(device) == 0) {
+    cudaMemPool_t pool = nullptr;
+    CUDA_TRY(cudaDeviceGetDefaultMemPool(&pool, device));
+    std::uint64_t threshold = std::numeric_limits<std::uint64_t>::max();
+    CUDA_TRY(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+    configured.insert(device);
+  }
+}
+
+}  // namespace detail
+
+bool gpu_available(std::string* reason) noexcept
+{
+  auto const& a = detail::cached_availability();
+  if (reason != nullptr && !a.ok) {
+    try {
+      *reason = a.reason;
+    } catch (...) {  // out of memory copying a short string: leave the reason as it was
+    }
+  }
+  return a.ok;
+}
+
+gpu_device_info query_device()
+{
+  detail::require_device();
+  int device = 0;
+  CUDA_TRY(cudaGetDevice(&device));
+  cudaDeviceProp prop{};
+  CUDA_TRY(cudaGetDeviceProperties(&prop, device));
+  gpu_device_info info;
+  CUDA_TRY(cudaMemGetInfo(&info.free_mem, &info.total_mem));
+  info.name = prop.name;
+  info.sm_count = prop.multiProcessorCount;
+  info.cc_major = prop.major;
+  info.cc_minor = prop.minor;
+  info.l2_bytes = static_cast<std::size_t>(prop.l2CacheSize);
+  return info;
+}
+
+double measure_read_bandwidth_gbps(std::size_t bytes, int repeats, cudaStream_t stream)
+{
+  using policy = detail::read_policy;
+  EXPECTS(bytes >= sizeof(uint4), error_kind::usage,
+          "measure_read_bandwidth_gbps: " + std::to_string(bytes) + " bytes is less than one 16-byte word");
+  EXPECTS(repeats >= 1, error_kind::usage,
+          "measure_read_bandwidth_gbps: repeats must be at least 1, not " + std::to_string(repeats));
+  detail::require_device();
+
+  std::uint64_t const words = bytes / sizeof(uint4);
+  detail::device_buffer<uint4> data(words, stream);
+  detail::device_buffer<unsigned int> sink(1, stream);
+  data.fill_bytes(0x5a, stream);
+
+  // Enough resident blocks to fill every SM, no more: the kernel loops grid-stride.
+  int device = 0;
+  int sm_count = 0;
+  int blocks_per_sm = 0;
+  CUDA_TRY(cudaGetDevice(&device));
+  CUDA_TRY(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
+  CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, detail::read_bandwidth_grid_stride_kernel,
+                                                         policy::block_threads, 0));
+  auto const blocks =
+    std::min(detail::grid_blocks(words, policy::block_threads),
+             static_cast<unsigned int>(std::max(1, sm_count) * std::max(1, blocks_per_sm)));
+
+  auto const run = [&] {
+    detail::read_bandwidth_grid_stride_kernel<<<blocks, policy::block_threads, 0, stream>>>(data.data(), words,
+                                                                                           sink.data());
+    CUDA_CHECK_LAUNCH();
+  };
+  run();  // warm-up: first-touch, clocks, instruction cache
+  std::vector<float> ms;
+  detail::cuda_event start;
+  detail::cuda_event stop;
+  for (int r = 0; r < repeats; ++r) {
+    start.record(stream);
+    run();
+    stop.record(stream);
+    ms.push_back(detail::elapsed_ms(start, stop));
+  }
+  std::sort(ms.begin(), ms.end());
+  double const median = ms.size() % 2 == 1 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
+  double const read_bytes = static_cast<double>(words * sizeof(uint4));
+  return median > 0.0 ? read_bytes / (median * 1e-3) / 1e9 : 0.0;
+}
+
+}  // namespace heightgrid

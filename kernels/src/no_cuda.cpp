@@ -1,0 +1,88 @@
+// The GPU entry points of a build without CUDA (HEIGHTGRID_HAVE_CUDA off): the CPU product links
+// against them, gpu_available() says why there is no GPU, everything else throws.
+
+#include "heightgrid/core/error.hpp"
+#include "heightgrid/kernels/device_csr.hpp"
+#include "heightgrid/kernels/gpu.hpp"
+#include "heightgrid/kernels/grid_gpu.hpp"
+
+#include <string>
+
+namespace heightgrid {
+namespace {
+
+constexpr char const* why = "heightgrid was built without CUDA";
+
+[[noreturn]] void unavailable(char const* what)
+{
+  throw error(error_kind::device, std::string(what) + ": no usable GPU: " + why);
+}
+
+}  // namespace
+
+// Never constructed in this build; defined so that the classes' special members link.
+struct device_csr::impl {};
+struct device_cell_results::impl {};
+
+bool gpu_available(std::string* reason) noexcept
+{
+  if (reason != nullptr) {
+    try {
+      *reason = why;
+    } catch (...) {  // out of memory copying a short string: leave the reason as it was
+    }
+  }
+  return false;
+}
+
+gpu_device_info query_device() { unavailable("query_device"); }
+
+double measure_read_bandwidth_gbps(std::size_t, int, cudaStream_t) { unavailable("measure_read_bandwidth_gbps"); }
+
+device_csr device_csr::from_points(grid_spec const&, point_chunk const&, csr_method, binning_stats&, gpu_phase_times&,
+                                   cudaStream_t)
+{
+  unavailable("device_csr::from_points");
+}
+device_csr device_csr::from_host(csr_grid const&, cudaStream_t) { unavailable("device_csr::from_host"); }
+csr_grid device_csr::to_host(cudaStream_t) const { unavailable("device_csr::to_host"); }
+device_csr_view device_csr::view() const noexcept { return {}; }
+std::uint64_t device_csr::num_cells() const noexcept { return 0; }
+std::uint64_t device_csr::num_points() const noexcept { return 0; }
+device_csr::device_csr(std::unique_ptr<impl> state) noexcept : impl_(std::move(state)) {}
+device_csr::device_csr(device_csr&&) noexcept = default;
+device_csr& device_csr::operator=(device_csr&&) noexcept = default;
+device_csr::~device_csr() = default;
+
+cell_results device_cell_results::to_host(cudaStream_t) const { unavailable("device_cell_results::to_host"); }
+float device_cell_results::kernel_ms() const { unavailable("device_cell_results::kernel_ms"); }
+std::uint64_t device_cell_results::num_cells() const noexcept { return 0; }
+reduce_mode device_cell_results::mode() const noexcept { return reduce_mode::thread; }
+device_cell_results::device_cell_results(std::unique_ptr<impl> state) noexcept : impl_(std::move(state)) {}
+device_cell_results::device_cell_results(device_cell_results&&) noexcept = default;
+device_cell_results& device_cell_results::operator=(device_cell_results&&) noexcept = default;
+device_cell_results::~device_cell_results() = default;
+
+device_cell_results reduce(device_csr const&, metric_request const&, float, reduce_mode, cudaStream_t)
+{
+  unavailable("reduce");
+}
+
+gpu_grid_result grid_points_gpu(grid_spec const&, point_chunk const&, metric_request const&, float, reduce_mode,
+                                csr_method, cudaStream_t)
+{
+  unavailable("grid_points_gpu");
+}
+
+gpu_grid_result grid_points_gpu(grid_spec const&, point_chunk const&, metric_request const&, float, reduce_mode,
+                                cudaStream_t)
+{
+  unavailable("grid_points_gpu");
+}
+
+cell_results reduce_csr_gpu(csr_grid const&, metric_request const&, float, reduce_mode, cudaStream_t, float*)
+{
+  unavailable("reduce_csr_gpu");
+}
+
+}  // namespace heightgrid

@@ -1,0 +1,96 @@
+// reduce(): the single dispatch from reduce_mode to a detail/ launcher, and device_cell_results.
+
+#include "detail/cell_store.cuh"
+#include "detail/cuda_check.cuh"
+#include "detail/device_context.cuh"
+#include "detail/impl.cuh"
+#include "detail/pinned_staging.cuh"
+#include "detail/reduce_cub.cuh"
+#include "detail/reduce_thread.cuh"
+#include "detail/reduce_warp.cuh"
+#include "heightgrid/kernels/device_csr.hpp"
+
+#include <string>
+
+namespace heightgrid {
+namespace {
+
+/// A new mode is one case here (and its detail/reduce_<mode>.cuh).
+void dispatch(reduce_mode mode, device_csr_view const& csr, metric_request const& request,
+              detail::output_bands const& out, float nodata, cudaStream_t stream)
+{
+  switch (mode) {
+    case reduce_mode::thread: detail::launch_thread_per_cell(csr, request, out, nodata, stream); return;
+    case reduce_mode::warp: detail::launch_warp_per_cell(csr, request, out, nodata, stream); return;
+    case reduce_mode::cub: detail::launch_cub_segmented(csr, request, out, nodata, stream); return;
+  }
+  throw error(error_kind::internal, "reduce: unknown reduce_mode " + std::to_string(static_cast<int>(mode)));
+}
+
+}  // namespace
+
+device_cell_results reduce(device_csr const& csr, metric_request const& request, float nodata, reduce_mode mode,
+                           cudaStream_t stream)
+{
+  detail::require_device();
+  auto const cells = csr.num_cells();
+  auto state = std::make_unique<device_cell_results::impl>();
+  state->num_cells = cells;
+  state->mode = mode;
+  auto const band = [&](bool wanted) { return detail::device_buffer<float>(wanted ? cells : 0, stream); };
+  state->min = band(request.min);
+  state->max = band(request.max);
+  state->range = band(request.range);
+  state->mean = band(request.mean);
+  state->stddev = band(request.stddev);
+  state->count = detail::device_buffer<std::uint32_t>(request.count ? cells : 0, stream);
+
+  // Poison: all-ones bytes are a negative NaN as float (never the nodata a user can pass through
+  // the CLI bit for bit) and 2^32-1 as count, so a cell a kernel failed to write shows up in tests.
+  for (auto* b : {&state->min, &state->max, &state->range, &state->mean, &state->stddev}) { b->fill_bytes(0xff, stream); }
+  state->count.fill_bytes(0xff, stream);
+
+  detail::output_bands const out{state->min.data(),   state->max.data(),  state->range.data(),
+                                 state->count.data(), state->mean.data(), state->stddev.data()};
+  bool const any_band = request.min || request.max || request.range || request.count || request.mean || request.stddev;
+  state->start.record(stream);
+  if (any_band) { dispatch(mode, csr.view(), request, out, nodata, stream); }
+  state->stop.record(stream);
+  return device_cell_results(std::move(state));
+}
+
+device_cell_results::device_cell_results(std::unique_ptr<impl> state) noexcept : impl_(std::move(state)) {}
+device_cell_results::device_cell_results(device_cell_results&&) noexcept = default;
+device_cell_results& device_cell_results::operator=(device_cell_results&&) noexcept = default;
+device_cell_results::~device_cell_results() = default;
+
+std::uint64_t device_cell_results::num_cells() const noexcept { return impl_ ? impl_->num_cells : 0; }
+reduce_mode device_cell_results::mode() const noexcept { return impl_ ? impl_->mode : reduce_mode::thread; }
+
+float device_cell_results::kernel_ms() const
+{
+  EXPECTS(impl_ != nullptr, error_kind::internal, "device_cell_results::kernel_ms on a moved-from object");
+  return detail::elapsed_ms(impl_->start, impl_->stop);
+}
+
+cell_results device_cell_results::to_host(cudaStream_t stream) const
+{
+  EXPECTS(impl_ != nullptr, error_kind::internal, "device_cell_results::to_host on a moved-from object");
+  auto const cells = impl_->num_cells;
+  cell_results r;
+  detail::pinned_staging staging(cells * sizeof(float));
+  auto const download = [&](auto& host, auto const& device) {
+    if (device.empty()) { return; }
+    host.resize(cells);
+    staging.to_host(host.data(), device.data(), device.bytes(), stream);
+  };
+  download(r.min, impl_->min);
+  download(r.max, impl_->max);
+  download(r.range, impl_->range);
+  download(r.count, impl_->count);
+  download(r.mean, impl_->mean);
+  download(r.stddev, impl_->stddev);
+  return r;
+}
+
+}  // namespace heightgrid
