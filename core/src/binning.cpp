@@ -36,54 +36,60 @@ csr_grid bin_cells_cpu(std::uint64_t num_cells, std::vector<cell_id> const& cell
   csr_grid csr;
   csr.offsets.assign(num_cells + 1, 0);
 
-  // Stable parallel counting sort: thread t owns the contiguous slice [lo_t, hi_t) of the input,
-  // counts its points per cell, and scatters them after every thread of lower rank in each cell.
-  // That needs one histogram per thread; when those would outweigh the points themselves
-  // (sparse grids), a single thread does the same work without the extra memory.
-  int const max_threads = omp_get_max_threads();
-  int const threads =
-    (max_threads > 1 && static_cast<std::uint64_t>(max_threads) * num_cells <= n) ? max_threads : 1;
-  std::vector<std::vector<point_offset>> hist(static_cast<std::size_t>(threads));
-  std::vector<std::size_t> lo(static_cast<std::size_t>(threads) + 1);
-  for (int t = 0; t <= threads; ++t) {
-    lo[static_cast<std::size_t>(t)] = n * static_cast<std::size_t>(t) / static_cast<std::size_t>(threads);
-  }
+  // Stable parallel counting sort, partitioned by cell: thread t owns the cells [lo_t, hi_t) and
+  // scans the whole (4-byte) cell-id array, counting and then placing only its own points, in
+  // input order. Every point is placed by one thread in input order, so the CSR is the same
+  // whatever the thread count; the extra memory is one cursor per cell (no per-thread
+  // histograms), and each thread's writes stay inside its own part of the output.
+  int const threads = std::max(1, std::min<int>(omp_get_max_threads(), static_cast<int>(std::max<std::uint64_t>(1, num_cells))));
+  auto const range_lo = [&](int t) {
+    return num_cells * static_cast<std::uint64_t>(t) / static_cast<std::uint64_t>(threads);
+  };
+  std::vector<point_offset> range_points(static_cast<std::size_t>(threads) + 1, 0);
+  point_offset* const counts = csr.offsets.data() + 1;  // counts[c] lands in offsets[c + 1]
 
-  std::uint64_t binned = 0;
-#pragma omp parallel num_threads(threads) reduction(+ : binned)
-  {
-    auto const t = static_cast<std::size_t>(omp_get_thread_num());
-    auto& h = hist[t];
-    h.assign(num_cells, 0);
-    for (std::size_t i = lo[t]; i < lo[t + 1]; ++i) {
-      if (cells[i] != no_cell) {
-        ++h[cells[i]];
-        ++binned;
-      }
-    }
-  }
-
-  // offsets[c] = points in cells < c; each thread's histogram becomes its write cursor per cell.
-  point_offset running = 0;
-  for (std::uint64_t c = 0; c < num_cells; ++c) {
-    csr.offsets[c] = running;
-    for (auto& h : hist) {
-      point_offset const count = h[c];
-      h[c] = running;
-      running += count;
-    }
-  }
-  csr.offsets[num_cells] = running;
-
-  csr.z.resize(running);
 #pragma omp parallel num_threads(threads)
   {
-    auto const t = static_cast<std::size_t>(omp_get_thread_num());
-    auto& cursor = hist[t];
-    for (std::size_t i = lo[t]; i < lo[t + 1]; ++i) {
-      if (cells[i] != no_cell) { csr.z[cursor[cells[i]]++] = z[i]; }
+    int const t = omp_get_thread_num();
+    std::uint64_t const lo = range_lo(t);
+    std::uint64_t const hi = range_lo(t + 1);
+    for (std::size_t i = 0; i < n; ++i) {
+      std::uint64_t const c = cells[i];  // no_cell (2^32 - 1) is >= every range's hi
+      if (c >= lo && c < hi) { ++counts[c]; }
+    }
+    point_offset sum = 0;
+    for (std::uint64_t c = lo; c < hi; ++c) { sum += counts[c]; }
+    range_points[static_cast<std::size_t>(t) + 1] = sum;
+  }
+  for (int t = 0; t < threads; ++t) {
+    range_points[static_cast<std::size_t>(t) + 1] += range_points[static_cast<std::size_t>(t)];
+  }
+  point_offset const binned = range_points[static_cast<std::size_t>(threads)];
+  csr.z.resize(binned);
+  std::vector<point_offset> cursor(num_cells);
+
+#pragma omp parallel num_threads(threads)
+  {
+    int const t = omp_get_thread_num();
+    std::uint64_t const lo = range_lo(t);
+    std::uint64_t const hi = range_lo(t + 1);
+    // counts[c] is offsets[c + 1], which the next range's thread overwrites with its first
+    // offset: take every count out before any offset is written.
+    for (std::uint64_t c = lo; c < hi; ++c) { cursor[c] = counts[c]; }
+#pragma omp barrier
+    point_offset running = range_points[static_cast<std::size_t>(t)];
+    for (std::uint64_t c = lo; c < hi; ++c) {
+      point_offset const count = cursor[c];
+      csr.offsets[c] = running;
+      cursor[c] = running;
+      running += count;
+    }
+    for (std::size_t i = 0; i < n; ++i) {
+      std::uint64_t const c = cells[i];
+      if (c >= lo && c < hi) { csr.z[cursor[c]++] = z[i]; }
     }
   }
+  csr.offsets[num_cells] = binned;
 
   stats.points_in += n;
   stats.points_binned += binned;
