@@ -1,0 +1,113 @@
+#pragma once
+// Native ASPRS LAS 1.0-1.4 reading: point data record formats 0-10 (waveform formats without
+// their waveforms), extra bytes, 64-bit counts, VLRs and EVLRs, CRS from WKT or GeoTIFF keys.
+// LAZ (compressed) files are recognised by the header parser but not decoded.
+
+#include "heightgrid/core/point_source.hpp"
+#include "heightgrid/io/las_crs.hpp"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace heightgrid::io {
+
+struct las_read_options {
+  /// Points decoded per block: the reader reads chunk_points records with one system call into
+  /// one buffer and decodes them from there. Must be > 0.
+  std::size_t chunk_points{default_chunk_points};
+};
+
+/// One variable length record (VLR, before the points) or extended VLR (EVLR, after them).
+struct las_vlr_info {
+  std::string user_id;
+  std::uint16_t record_id{0};
+  std::uint64_t offset{0};  ///< byte offset of the record's header in the file
+  std::uint64_t length{0};  ///< bytes of data after the record's header
+  std::string description;
+  bool extended{false};  ///< an EVLR
+};
+
+/// Everything the public header block and the VLRs/EVLRs say, validated against the file size.
+/// Header bounds are reported as written; extents must come from the points.
+struct las_header_info {
+  std::string path;
+  std::uint64_t file_size{0};
+  int version_major{0};
+  int version_minor{0};
+  std::uint16_t file_source_id{0};
+  std::uint16_t global_encoding{0};
+  std::string system_id;
+  std::string generating_software;
+  std::uint16_t creation_day{0};
+  std::uint16_t creation_year{0};
+  std::uint16_t header_size{0};
+  std::uint32_t offset_to_point_data{0};
+  int point_format{0};  ///< 0-10, with the LAZ compression bits removed
+  std::uint8_t point_format_byte{0};  ///< as written: LAZ sets bit 7 (and 6)
+  std::uint16_t record_length{0};
+  std::uint16_t extra_bytes{0};  ///< record_length minus the format's base size
+  /// The number of points: the 64-bit count of LAS 1.4 when set, else the legacy 32-bit count.
+  std::uint64_t point_count{0};
+  std::uint32_t legacy_point_count{0};
+  std::array<std::uint64_t, 15> points_by_return{};
+  std::array<double, 3> scale{};
+  std::array<double, 3> offset{};
+  std::array<double, 3> header_min{};  ///< as written in the header: often wrong
+  std::array<double, 3> header_max{};
+  std::uint64_t waveform_data_start{0};  ///< LAS 1.3+
+  std::uint64_t evlr_start{0};           ///< LAS 1.4
+  std::uint32_t evlr_count{0};           ///< LAS 1.4
+  std::vector<las_vlr_info> vlrs;        ///< VLRs in file order, then EVLRs
+  /// A LAZ file: compression bits in the format byte or a LASzip VLR. Its points cannot be read.
+  bool compressed{false};
+
+  /// The CRS records as found (filled by parse_las_header, not interpreted).
+  std::string wkt_record;
+  bool wkt_record_in_evlr{false};
+  las_geotiff_keys geotiff_keys;
+
+  /// The CRS as interpreted (filled by read_las_header and open_las_source, through GDAL; see
+  /// las_crs for the meaning of each field).
+  std::string crs_wkt;
+  std::string crs_source{"none"};  ///< "WKT VLR", "WKT EVLR", "GeoTIFF keys" or "none"
+  std::string vertical_units;
+  std::string crs_note;  ///< why a CRS record in the file was not used; empty when none was skipped
+
+  /// "LAS 1.4 PDRF 6", as in source_info::format.
+  [[nodiscard]] std::string format_name() const;
+};
+
+/// Random access to the bytes of a LAS file, so that one parser serves files and memory.
+class las_byte_reader {
+ public:
+  virtual ~las_byte_reader() = default;
+  [[nodiscard]] virtual std::uint64_t size() const = 0;
+  /// Copies bytes [offset, offset + count) into `out`. Callers guarantee offset + count <= size().
+  virtual void read(std::uint64_t offset, std::size_t count, std::uint8_t* out) const = 0;
+};
+
+/// Parses and validates the public header, VLRs and EVLRs. Pure: no GDAL, no file access beyond
+/// `bytes`; the CRS records are collected but crs_wkt stays empty. Compressed (LAZ) files parse
+/// with compressed = true. Malformed input throws error(error_kind::input,
+/// "<path>: byte <offset>: <what is wrong>"); nothing is read outside [0, bytes.size()).
+[[nodiscard]] las_header_info parse_las_header(las_byte_reader const& bytes,
+                                               std::string const& path_for_messages);
+
+/// parse_las_header on a whole file held in memory.
+[[nodiscard]] las_header_info parse_las_header(std::uint8_t const* data, std::size_t size,
+                                               std::string const& path_for_messages);
+
+/// Opens `path`, parses its header and interprets its CRS. Works on LAZ files too.
+[[nodiscard]] las_header_info read_las_header(std::string const& path);
+
+/// A point_source over an uncompressed LAS file. Every record is delivered (no filtering), with
+/// x/y/z = integer * scale + offset in double and classification, return_number,
+/// number_of_returns and flags (point_flag bits) filled. LAZ files throw error_kind::input.
+[[nodiscard]] std::unique_ptr<point_source> open_las_source(std::string const& path,
+                                                            las_read_options const& options = {});
+
+}  // namespace heightgrid::io
