@@ -6,6 +6,8 @@
 #include <filesystem>
 #include <string>
 
+#include <unistd.h>
+
 namespace heightgrid::test {
 
 /// The project's data/ directory (HEIGHTGRID_DATA_DIR), or "" if unset.
@@ -26,10 +28,12 @@ inline std::filesystem::path real_data_dir()
   return std::filesystem::is_directory(dir, ec) ? dir : std::filesystem::path();
 }
 
-/// A fresh, empty scratch directory for one test.
+/// A fresh, empty scratch directory for one test. The process id keeps tests that CTest runs in
+/// parallel (one process each) out of each other's way.
 inline std::filesystem::path scratch_dir(std::string const& name)
 {
-  auto dir = std::filesystem::temp_directory_path() / ("heightgrid-test-" + name);
+  auto dir = std::filesystem::temp_directory_path() /
+             ("heightgrid-test-" + name + "-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
   return dir;

@@ -1,0 +1,201 @@
+#include "inputs.hpp"
+
+#include "report.hpp"
+
+#include "heightgrid/core/error.hpp"
+#include "heightgrid/io/las_reader.hpp"
+#include "heightgrid/io/raster_source.hpp"
+#include "heightgrid/io/text_source.hpp"
+#include "heightgrid/io/vector_source.hpp"
+
+#include <cpl_error.h>
+#include <gdal_priv.h>
+#include <glob.h>
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <cmath>
+#include <cstddef>
+#include <filesystem>
+#include <fstream>
+
+namespace heightgrid::app {
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string lower_extension(std::string const& path)
+{
+  std::string ext = fs::path(path).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  return ext;
+}
+
+bool has_las_signature(std::string const& path)
+{
+  std::ifstream in(path, std::ios::binary);
+  std::array<char, 4> magic{};
+  return in.read(magic.data(), magic.size()) && std::string(magic.data(), 4) == "LASF";
+}
+
+bool is_text_extension(std::string const& ext)
+{
+  return ext == ".xyz" || ext == ".txt" || ext == ".csv" || ext == ".pts";
+}
+
+/// Which GDAL side opens the file, probed quietly (a failed probe is not an error yet).
+input_format probe_gdal(std::string const& path)
+{
+  CPLPushErrorHandler(CPLQuietErrorHandler);
+  input_format found = input_format::automatic;
+  if (GDALDatasetUniquePtr ds{GDALDataset::Open(path.c_str(), GDAL_OF_RASTER | GDAL_OF_READONLY)};
+      ds && ds->GetRasterCount() > 0) {
+    found = input_format::raster;
+  } else if (GDALDatasetUniquePtr vs{GDALDataset::Open(path.c_str(), GDAL_OF_VECTOR | GDAL_OF_READONLY)};
+             vs && vs->GetLayerCount() > 0) {
+    found = input_format::vector;
+  }
+  CPLPopErrorHandler();
+  return found;
+}
+
+}  // namespace
+
+std::optional<input_format> parse_input_format(std::string const& name)
+{
+  if (name == "auto") { return input_format::automatic; }
+  if (name == "las") { return input_format::las; }
+  if (name == "text" || name == "xyz" || name == "csv") { return input_format::text; }
+  if (name == "raster") { return input_format::raster; }
+  if (name == "vector") { return input_format::vector; }
+  return std::nullopt;
+}
+
+std::vector<std::string> expand_inputs(std::vector<std::string> const& args)
+{
+  std::vector<std::string> out;
+  for (auto const& arg : args) {
+    std::error_code ec;
+    if (fs::is_directory(arg, ec)) {
+      std::vector<std::string> found;
+      for (auto const& entry : fs::directory_iterator(arg, ec)) {
+        auto const ext = lower_extension(entry.path().string());
+        if (entry.is_regular_file() && (ext == ".las" || ext == ".laz")) { found.push_back(entry.path().string()); }
+      }
+      expects(!ec, error_kind::input, arg + ": cannot list directory: " + ec.message());
+      expects(!found.empty(), error_kind::input, arg + ": directory holds no .las or .laz files");
+      std::sort(found.begin(), found.end());
+      out.insert(out.end(), found.begin(), found.end());
+    } else if (fs::exists(arg, ec)) {
+      out.push_back(arg);
+    } else if (arg.find_first_of("*?[") != std::string::npos) {
+      glob_t g{};
+      int const rc = ::glob(arg.c_str(), 0, nullptr, &g);
+      std::vector<std::string> found;
+      for (std::size_t i = 0; rc == 0 && i < g.gl_pathc; ++i) { found.emplace_back(g.gl_pathv[i]); }
+      ::globfree(&g);
+      expects(!found.empty(), error_kind::input, arg + ": pattern matches no file");
+      out.insert(out.end(), found.begin(), found.end());  // glob() sorts
+    } else {
+      throw error(error_kind::input, arg + ": no such file or directory");
+    }
+  }
+  return out;
+}
+
+std::unique_ptr<point_source> open_input(std::string const& path, input_options const& options)
+{
+  std::error_code ec;
+  expects(!fs::is_directory(path, ec), error_kind::input, path + ": is a directory");
+  {
+    std::ifstream probe(path, std::ios::binary);
+    expects(static_cast<bool>(probe), error_kind::input, path + ": cannot open for reading");
+  }
+  input_format format = options.format;
+  if (format == input_format::automatic) {
+    auto const ext = lower_extension(path);
+    if (ext == ".las" || ext == ".laz" || has_las_signature(path)) {
+      format = input_format::las;
+    } else if (is_text_extension(ext)) {
+      format = input_format::text;
+    } else {
+      format = probe_gdal(path);
+      expects(format != input_format::automatic, error_kind::input,
+              path + ": unknown format (not LAS, not XYZ/CSV text by extension, and GDAL opens it "
+                     "neither as a raster nor as a vector layer); use --input-format to force one");
+    }
+  }
+  io::las_read_options las;
+  las.chunk_points = options.chunk_points;
+  switch (format) {
+    case input_format::las: return io::open_las_source(path, las);
+    case input_format::text: return io::open_text_source(path);
+    case input_format::raster: return io::open_raster_source(path, options.band);
+    case input_format::vector: return io::open_vector_source(path, options.layer, options.z_field);
+    case input_format::automatic: break;
+  }
+  throw error(error_kind::internal, path + ": no reader chosen");
+}
+
+loaded_points load_points(std::vector<std::unique_ptr<point_source>>& sources, filter_options const& filter,
+                          std::size_t chunk_points, bool show_progress)
+{
+  loaded_points out;
+  std::uint64_t expected = 0;
+  bool all_known = true;
+  for (auto const& s : sources) {
+    if (s->info().point_count) {
+      expected += *s->info().point_count;
+    } else {
+      all_known = false;
+    }
+  }
+  if (expected > 0) {
+    out.points.x.reserve(expected);
+    out.points.y.reserve(expected);
+    out.points.z.reserve(expected);
+  }
+  progress_bar bar(show_progress);
+  double z_min = HUGE_VAL;
+  double z_max = -HUGE_VAL;
+  point_chunk chunk;
+  std::size_t done_sources = 0;
+  for (auto& s : sources) {
+    out.sources.push_back(s->info());
+    if (out.crs_wkt.empty()) { out.crs_wkt = s->info().crs_wkt; }
+    while (s->read(chunk, chunk_points)) {
+      apply_filter(filter, chunk, out.filtered);
+      double xmin = HUGE_VAL, ymin = HUGE_VAL, xmax = -HUGE_VAL, ymax = -HUGE_VAL;
+      double zlo = HUGE_VAL, zhi = -HUGE_VAL;
+      auto const n = static_cast<std::ptrdiff_t>(chunk.size());
+#pragma omp parallel for reduction(min : xmin, ymin, zlo) reduction(max : xmax, ymax, zhi)
+      for (std::ptrdiff_t i = 0; i < n; ++i) {
+        xmin = std::min(xmin, chunk.x[i]);
+        xmax = std::max(xmax, chunk.x[i]);
+        ymin = std::min(ymin, chunk.y[i]);
+        ymax = std::max(ymax, chunk.y[i]);
+        zlo = std::min(zlo, chunk.z[i]);
+        zhi = std::max(zhi, chunk.z[i]);
+      }
+      if (n > 0) {
+        out.extent.extend(xmin, ymin);
+        out.extent.extend(xmax, ymax);
+        z_min = std::min(z_min, zlo);
+        z_max = std::max(z_max, zhi);
+      }
+      out.points.append_xyz(chunk);
+      if (all_known && expected > 0) {
+        bar.update(static_cast<double>(out.filtered.points_in) / static_cast<double>(expected));
+      }
+    }
+    ++done_sources;
+    if (!all_known) { bar.update(static_cast<double>(done_sources) / static_cast<double>(sources.size())); }
+  }
+  bar.done();
+  out.z_min = out.points.empty() ? 0.0 : z_min;
+  out.z_max = out.points.empty() ? 0.0 : z_max;
+  return out;
+}
+
+}  // namespace heightgrid::app

@@ -1,0 +1,56 @@
+#pragma once
+// The reader stage of the app: which files, which reader for each, and the loop that streams,
+// filters and accumulates their points.
+
+#include "heightgrid/core/grid_spec.hpp"
+#include "heightgrid/core/point_filter.hpp"
+#include "heightgrid/core/point_source.hpp"
+#include "heightgrid/core/synthetic.hpp"
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace heightgrid::app {
+
+enum class input_format { automatic, las, text, raster, vector };
+
+/// Options that choose and configure readers (`--input-format`, `--band`, `--layer`, `--z-field`).
+struct input_options {
+  input_format format{input_format::automatic};
+  int band{1};
+  std::string layer;
+  std::string z_field;
+  std::size_t chunk_points{default_chunk_points};
+};
+
+[[nodiscard]] std::optional<input_format> parse_input_format(std::string const& name);
+
+/// Expands directories (their *.las / *.laz files, sorted) and glob patterns; other arguments
+/// pass through. Throws error_kind::input for a path that does not exist or a pattern or
+/// directory that matches nothing.
+[[nodiscard]] std::vector<std::string> expand_inputs(std::vector<std::string> const& args);
+
+/// Opens one input with the reader its format calls for (LAS by extension or "LASF" signature,
+/// XYZ/CSV text by extension, else GDAL raster, else GDAL vector).
+[[nodiscard]] std::unique_ptr<point_source> open_input(std::string const& path, input_options const& options);
+
+/// All points of all inputs after filtering, with what the reader stage learnt on the way.
+struct loaded_points {
+  point_chunk points;  ///< x, y, z only
+  bounds extent;       ///< of the kept points
+  double z_min{0.0};
+  double z_max{0.0};
+  filter_stats filtered;
+  std::string crs_wkt;  ///< of the first input that has one
+  std::vector<source_info> sources;
+};
+
+/// Reads every source to the end, filtering each chunk. `progress` (may be empty) is called
+/// with the fraction done when it can be known.
+[[nodiscard]] loaded_points load_points(std::vector<std::unique_ptr<point_source>>& sources,
+                                        filter_options const& filter, std::size_t chunk_points,
+                                        bool show_progress);
+
+}  // namespace heightgrid::app

@@ -1,0 +1,428 @@
+// End-to-end tests of the heightgrid executable: run it, then read what it wrote with GDAL.
+
+#include "test_paths.hpp"
+
+#include <gdal_priv.h>
+#include <ogr_spatialref.h>
+#include <ogrsf_frmts.h>
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string exe()
+{
+  char const* p = std::getenv("HEIGHTGRID_EXE");
+  return p ? p : HEIGHTGRID_EXE_DEFAULT;
+}
+
+struct run_result {
+  int code{-1};
+  std::string output;  ///< stdout and stderr together
+};
+
+std::string quote(std::string const& s) { return "'" + s + "'"; }
+
+run_result run(std::string const& args)
+{
+  std::string const cmd = quote(exe()) + " " + args + " 2>&1";
+  run_result r;
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  if (pipe == nullptr) { return r; }
+  std::array<char, 4096> buf{};
+  while (std::fgets(buf.data(), buf.size(), pipe) != nullptr) { r.output += buf.data(); }
+  int const status = ::pclose(pipe);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+struct raster {
+  int cols{0}, rows{0}, bands{0};
+  std::array<double, 6> gt{};
+  std::string wkt;
+  std::vector<std::vector<double>> values;  // per band, row-major
+  std::vector<std::string> descriptions;
+  std::vector<double> nodata;
+  std::vector<GDALDataType> types;
+};
+
+raster read_raster(fs::path const& path)
+{
+  GDALAllRegister();
+  raster r;
+  GDALDatasetUniquePtr ds(GDALDataset::Open(path.c_str(), GDAL_OF_RASTER | GDAL_OF_READONLY));
+  if (!ds) { return r; }
+  r.cols = ds->GetRasterXSize();
+  r.rows = ds->GetRasterYSize();
+  r.bands = ds->GetRasterCount();
+  ds->GetGeoTransform(r.gt.data());
+  if (auto const* srs = ds->GetSpatialRef()) {
+    char* w = nullptr;
+    srs->exportToWkt(&w);
+    r.wkt = w;
+    CPLFree(w);
+  }
+  for (int b = 1; b <= r.bands; ++b) {
+    auto* band = ds->GetRasterBand(b);
+    std::vector<double> v(static_cast<std::size_t>(r.cols) * static_cast<std::size_t>(r.rows));
+    if (band->RasterIO(GF_Read, 0, 0, r.cols, r.rows, v.data(), r.cols, r.rows, GDT_Float64, 0, 0) != CE_None) {
+      ADD_FAILURE() << "RasterIO failed on " << path;
+    }
+    r.values.push_back(v);
+    r.descriptions.emplace_back(band->GetDescription());
+    int has = 0;
+    r.nodata.push_back(band->GetNoDataValue(&has));
+    r.types.push_back(band->GetRasterDataType());
+  }
+  return r;
+}
+
+fs::path data(std::string const& name) { return heightgrid::test::data_dir() / name; }
+
+bool is_nan(double v) { return std::isnan(v); }
+
+void expect_sample_bands(raster const& r)
+{
+  // data/README.md: 3 x 2 cells, origin (500000, 4100002); bands range,min,max,count
+  ASSERT_EQ(r.cols, 3);
+  ASSERT_EQ(r.rows, 2);
+  ASSERT_EQ(r.bands, 4);
+  EXPECT_EQ(r.gt[0], 500000.0);
+  EXPECT_EQ(r.gt[3], 4100002.0);
+  EXPECT_EQ(r.gt[1], 1.0);
+  EXPECT_EQ(r.gt[5], -1.0);
+  EXPECT_EQ(r.descriptions, (std::vector<std::string>{"range", "min", "max", "count"}));
+  std::vector<double> const range{2.5, 0.0, NAN, 0.5, 2.5, 2.25};
+  std::vector<double> const min{10.0, 20.0, NAN, 5.25, 7.0, 98.75};
+  std::vector<double> const max{12.5, 20.0, NAN, 5.75, 9.5, 101.0};
+  std::vector<double> const count{4, 1, NAN, 2, 4, 3};
+  std::vector<std::vector<double>> const expected{range, min, max, count};
+  for (int b = 0; b < 4; ++b) {
+    for (std::size_t i = 0; i < 6; ++i) {
+      if (is_nan(expected[b][i])) {
+        EXPECT_TRUE(is_nan(r.values[b][i])) << "band " << b << " cell " << i;
+      } else {
+        EXPECT_EQ(r.values[b][i], expected[b][i]) << "band " << b << " cell " << i;
+      }
+    }
+  }
+}
+
+class Cli : public ::testing::Test {
+ protected:
+  void SetUp() override
+  {
+    GDALAllRegister();
+    auto const* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    dir_ = heightgrid::test::scratch_dir(std::string("cli-") + info->name());
+  }
+  fs::path out(std::string const& name) const { return dir_ / name; }
+  fs::path dir_;
+};
+
+TEST_F(Cli, HelpAndVersion)
+{
+  auto const r = run("grid --help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.output.find("Examples"), std::string::npos);
+  EXPECT_EQ(run("--version").code, 0);
+  EXPECT_NE(run("").code, 0);
+}
+
+TEST_F(Cli, SampleXyzMatchesTheHandCheckedTable)
+{
+  auto const tif = out("sample.tif");
+  auto const r = run("grid " + data("sample.xyz").string() + " -o " + tif.string() +
+                     " --res 1 --metrics range,min,max,count --a_srs EPSG:32633 --device cpu");
+  ASSERT_EQ(r.code, 0) << r.output;
+  auto const ras = read_raster(tif);
+  expect_sample_bands(ras);
+  OGRSpatialReference got, want;
+  got.importFromWkt(ras.wkt.c_str());
+  want.importFromEPSG(32633);
+  EXPECT_TRUE(got.IsSame(&want)) << ras.wkt;
+  EXPECT_TRUE(std::isnan(ras.nodata[0]));
+  EXPECT_EQ(ras.types[0], GDT_Float32);
+  EXPECT_NE(r.output.find("14 points read"), std::string::npos) << r.output;
+  // the temporary file is gone
+  for (auto const& e : fs::directory_iterator(dir_)) { EXPECT_EQ(e.path().filename(), "sample.tif"); }
+}
+
+TEST_F(Cli, CommaSeparatedCopyGivesTheSameRaster)
+{
+  std::ifstream in(data("sample.xyz"));
+  std::ofstream csv(out("sample.csv"));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line[0] == '#') { continue; }
+    for (auto& c : line) { c = c == ' ' ? ',' : c; }
+    csv << line << "\r\n";
+  }
+  csv.close();
+  auto const r = run("grid " + out("sample.csv").string() + " -o " + out("csv.tif").string() +
+                     " --res 1 --metrics range,min,max,count --device cpu");
+  ASSERT_EQ(r.code, 0) << r.output;
+  expect_sample_bands(read_raster(out("csv.tif")));
+}
+
+TEST_F(Cli, GeoPackagePointsRoundTrip)
+{
+  GDALAllRegister();
+  auto const gpkg = out("sample.gpkg");
+  {
+    auto* driver = GetGDALDriverManager()->GetDriverByName("GPKG");
+    ASSERT_NE(driver, nullptr);
+    GDALDatasetUniquePtr ds(driver->Create(gpkg.c_str(), 0, 0, 0, GDT_Unknown, nullptr));
+    ASSERT_TRUE(ds);
+    OGRSpatialReference srs;
+    srs.importFromEPSG(32633);
+    auto* layer = ds->CreateLayer("pts", &srs, wkbPoint25D, nullptr);
+    ASSERT_NE(layer, nullptr);
+    std::ifstream in(data("sample.xyz"));
+    std::string line;
+    while (std::getline(in, line)) {
+      std::istringstream fields(line);
+      double x, y, z;
+      if (!(fields >> x >> y >> z)) { continue; }
+      OGRFeature feature(layer->GetLayerDefn());
+      OGRPoint p(x, y, z);
+      feature.SetGeometry(&p);
+      ASSERT_EQ(layer->CreateFeature(&feature), OGRERR_NONE);
+    }
+  }
+  auto const r = run("grid " + gpkg.string() + " -o " + out("gpkg.tif").string() +
+                     " --res 1 --metrics range,min,max,count --device cpu");
+  ASSERT_EQ(r.code, 0) << r.output;
+  auto const ras = read_raster(out("gpkg.tif"));
+  expect_sample_bands(ras);
+  OGRSpatialReference got, want;
+  got.importFromWkt(ras.wkt.c_str());
+  want.importFromEPSG(32633);
+  EXPECT_TRUE(got.IsSame(&want));  // CRS carried from the input
+}
+
+TEST_F(Cli, DemPixelsBecomePoints)
+{
+  auto const r = run("grid " + data("dem_small.tif").string() + " -o " + out("dem.tif").string() +
+                     " --res 20 --metrics range,count --device cpu");
+  ASSERT_EQ(r.code, 0) << r.output;
+  auto const ras = read_raster(out("dem.tif"));
+  ASSERT_EQ(ras.cols, 4);
+  ASSERT_EQ(ras.rows, 3);
+  EXPECT_EQ(ras.gt[0], 500000.0);
+  EXPECT_EQ(ras.gt[3], 4100060.0);
+  for (int i = 0; i < 12; ++i) {
+    EXPECT_EQ(ras.values[0][i], i == 11 ? 2.5 : 2.0) << "cell " << i;
+    EXPECT_EQ(ras.values[1][i], i == 5 ? 3.0 : 4.0) << "cell " << i;
+  }
+  EXPECT_NE(r.output.find("47 points read"), std::string::npos) << r.output;
+}
+
+TEST_F(Cli, ExplicitExtentDropsAndCountsOutsidePoints)
+{
+  auto const r = run("grid " + data("sample.xyz").string() + " -o " + out("te.tif").string() +
+                     " --res 1 --te 500000 4100001 500002 4100002 --metrics count --device cpu");
+  ASSERT_EQ(r.code, 0) << r.output;
+  auto const ras = read_raster(out("te.tif"));
+  ASSERT_EQ(ras.cols, 2);
+  ASSERT_EQ(ras.rows, 1);
+  EXPECT_EQ(ras.types[0], GDT_UInt32);
+  EXPECT_EQ(ras.values[0], (std::vector<double>{4, 1}));
+  // (500001.0, 4100001.0) is on the bottom edge of the extent: outside (cells are half-open)
+  EXPECT_NE(r.output.find("9 points fell outside"), std::string::npos) << r.output;
+}
+
+TEST_F(Cli, CogAndCreationOptions)
+{
+  auto const r = run("grid " + data("sample.xyz").string() + " -o " + out("cog.tif").string() +
+                     " --res 1 --of COG --co COMPRESS=LZW --device cpu");
+  ASSERT_EQ(r.code, 0) << r.output;
+  GDALDatasetUniquePtr ds(GDALDataset::Open(out("cog.tif").c_str(), GDAL_OF_RASTER));
+  ASSERT_TRUE(ds);
+  char const* layout = ds->GetMetadataItem("LAYOUT", "IMAGE_STRUCTURE");
+  ASSERT_NE(layout, nullptr);
+  EXPECT_STREQ(layout, "COG");
+  EXPECT_STREQ(ds->GetMetadataItem("COMPRESSION", "IMAGE_STRUCTURE"), "LZW");
+}
+
+TEST_F(Cli, SameResultWhateverTheThreadCount)
+{
+  // 200k random points; compare 1 and 3 threads byte for byte across every metric
+  std::mt19937_64 rng(17);
+  std::uniform_real_distribution<double> xy(0.0, 200.0), z(0.0, 50.0);
+  {
+    std::ofstream f(out("rand.xyz"));
+    f.precision(17);
+    for (int i = 0; i < 200000; ++i) { f << 636000.0 + xy(rng) << ' ' << 4849000.0 + xy(rng) << ' ' << z(rng) << '\n'; }
+  }
+  std::string const common = " --res 2 --metrics range,min,max,count,mean,stddev --device cpu --threads ";
+  ASSERT_EQ(run("grid " + out("rand.xyz").string() + " -o " + out("t1.tif").string() + common + "1").code, 0);
+  ASSERT_EQ(run("grid " + out("rand.xyz").string() + " -o " + out("t3.tif").string() + common + "3").code, 0);
+  auto const a = read_raster(out("t1.tif"));
+  auto const b = read_raster(out("t3.tif"));
+  ASSERT_EQ(a.bands, 6);
+  for (int band = 0; band < 6; ++band) {
+    ASSERT_EQ(0, std::memcmp(a.values[band].data(), b.values[band].data(), a.values[band].size() * sizeof(double)))
+      << "band " << band;
+  }
+}
+
+// ---- bad input: a clear message naming the file, a non-zero exit, and no output left behind
+
+void expect_failure(run_result const& r, int code, std::string const& needle, fs::path const& output)
+{
+  EXPECT_EQ(r.code, code) << r.output;
+  EXPECT_NE(r.output.find(needle), std::string::npos) << "expected '" << needle << "' in: " << r.output;
+  EXPECT_NE(r.output.find("error"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(output)) << output;
+  for (auto const& e : fs::directory_iterator(output.parent_path())) {
+    EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << "temporary left: " << e.path();
+  }
+}
+
+TEST_F(Cli, MissingInput)
+{
+  auto const o = out("o.tif");
+  expect_failure(run("grid " + out("nope.xyz").string() + " -o " + o.string() + " --res 1"), 3, "nope.xyz", o);
+}
+
+TEST_F(Cli, UnknownFormat)
+{
+  std::ofstream(out("junk.bin"), std::ios::binary) << std::string("\x01\x02\x03\x04garbage", 11);
+  auto const o = out("o.tif");
+  expect_failure(run("grid " + out("junk.bin").string() + " -o " + o.string() + " --res 1"), 3, "junk.bin", o);
+}
+
+TEST_F(Cli, EmptyInput)
+{
+  std::ofstream(out("empty.xyz")) << "x y z\n";
+  auto const o = out("o.tif");
+  expect_failure(run("grid " + out("empty.xyz").string() + " -o " + o.string() + " --res 1"), 3, "empty.xyz", o);
+}
+
+TEST_F(Cli, MalformedTextLine)
+{
+  std::ofstream(out("bad.xyz")) << "1 2 3\n4 five 6\n";
+  auto const o = out("o.tif");
+  expect_failure(run("grid " + out("bad.xyz").string() + " -o " + o.string() + " --res 1"), 3, "bad.xyz", o);
+}
+
+TEST_F(Cli, NonFiniteCoordinatesAreSkippedWithAWarning)
+{
+  std::ofstream(out("nan.xyz")) << "0.5 0.5 1\nnan 1 2\n1.5 0.5 inf\n0.7 0.2 3\n";
+  auto const r = run("grid " + out("nan.xyz").string() + " -o " + out("o.tif").string() + " --res 1 --metrics range,count");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("skipped 2 points with NaN or infinite"), std::string::npos) << r.output;
+  auto const ras = read_raster(out("o.tif"));
+  EXPECT_EQ(ras.values[0], (std::vector<double>{2.0}));
+}
+
+TEST_F(Cli, BadResolutions)
+{
+  auto const o = out("o.tif");
+  for (std::string const res : {"0", "-1", "nan"}) {
+    expect_failure(run("grid " + data("sample.xyz").string() + " -o " + o.string() + " --res " + res), 2,
+                   "resolution", o);
+  }
+  expect_failure(run("grid " + data("sample.xyz").string() + " -o " + o.string()), 2, "--res", o);
+  // absurd: 1e-9 m cells over metres of data -> refused up front with the numbers
+  expect_failure(run("grid " + data("sample.xyz").string() + " -o " + o.string() + " --res 1e-9"), 5, "coarser", o);
+}
+
+TEST_F(Cli, GridLargerThanMemoryIsRefusedWithTheNumbers)
+{
+  auto const o = out("o.tif");
+  // 60000 x 60000 cells: 3.6e9 cells fit in 32 bits but not in this machine's memory
+  auto const r = run("grid " + data("sample.xyz").string() + " -o " + o.string() +
+                     " --res 1 --te 0 0 60000 60000 --metrics range,min,max,count,mean,stddev");
+  expect_failure(r, 5, "memory", o);
+  EXPECT_NE(r.output.find("--res"), std::string::npos) << r.output;
+}
+
+TEST_F(Cli, UnwritableOutput)
+{
+  auto const o = fs::path("/nonexistent-dir-heightgrid/o.tif");
+  auto const r = run("grid " + data("sample.xyz").string() + " -o " + o.string() + " --res 1");
+  EXPECT_EQ(r.code, 4) << r.output;
+  EXPECT_NE(r.output.find("nonexistent-dir-heightgrid"), std::string::npos) << r.output;
+}
+
+TEST_F(Cli, OutputEqualToInputIsRefused)
+{
+  fs::copy_file(data("dem_small.tif"), out("dem.tif"));
+  auto const before = fs::file_size(out("dem.tif"));
+  auto const r = run("grid " + out("dem.tif").string() + " -o " + out("dem.tif").string() + " --res 20 --overwrite");
+  EXPECT_EQ(r.code, 4) << r.output;
+  EXPECT_NE(r.output.find("dem.tif"), std::string::npos) << r.output;
+  EXPECT_EQ(fs::file_size(out("dem.tif")), before);
+}
+
+TEST_F(Cli, ExistingOutputNeedsOverwrite)
+{
+  std::ofstream(out("o.tif")) << "precious";
+  auto const r = run("grid " + data("sample.xyz").string() + " -o " + out("o.tif").string() + " --res 1");
+  EXPECT_EQ(r.code, 4) << r.output;
+  EXPECT_NE(r.output.find("--overwrite"), std::string::npos) << r.output;
+  std::ifstream in(out("o.tif"));
+  std::string content;
+  in >> content;
+  EXPECT_EQ(content, "precious");
+  ASSERT_EQ(run("grid " + data("sample.xyz").string() + " -o " + out("o.tif").string() + " --res 1 --overwrite").code, 0);
+  EXPECT_EQ(read_raster(out("o.tif")).cols, 3);
+}
+
+TEST_F(Cli, BadOptionValues)
+{
+  auto const o = out("o.tif");
+  auto const base = "grid " + data("sample.xyz").string() + " -o " + o.string() + " --res 1 ";
+  expect_failure(run(base + "--metrics range,bogus"), 2, "bogus", o);
+  expect_failure(run(base + "--nodata abc"), 2, "abc", o);
+  expect_failure(run(base + "--of PNG"), 2, "PNG", o);
+  expect_failure(run(base + "--co NOEQUALS"), 2, "NOEQUALS", o);
+  expect_failure(run(base + "--a_srs EPSG:999999999"), 2, "EPSG:999999999", o);
+  expect_failure(run(base + "--device tpu"), 2, "tpu", o);
+  expect_failure(run(base + "--returns middle"), 2, "middle", o);
+}
+
+TEST_F(Cli, GpuRequestedWithoutAGpu)
+{
+  // On a machine with a usable GPU this is a real run; without one it must fail clearly.
+  auto const o = out("o.tif");
+  auto const r = run("grid " + data("sample.xyz").string() + " -o " + o.string() +
+                     " --res 1 --metrics range,min,max,count --device gpu");
+  if (r.code == 0) {
+    expect_sample_bands(read_raster(o));
+  } else {
+    expect_failure(r, 6, "--device gpu", o);
+    auto const a = run("grid " + data("sample.xyz").string() + " -o " + o.string() + " --res 1 --device auto");
+    EXPECT_EQ(a.code, 0) << a.output;
+    EXPECT_NE(a.output.find("using the CPU backend"), std::string::npos) << a.output;
+  }
+}
+
+TEST_F(Cli, InfoDescribesTheSample)
+{
+  auto const r = run("info " + data("sample.xyz").string() + " --res 1");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("14 read"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("x 500000.100000 .. 500002.500000"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("z range: 5.250000 .. 101.000000"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("3 x 2 = 6 cells, 5 non-empty"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("suggested --res"), std::string::npos) << r.output;
+}
+
+}  // namespace
