@@ -67,13 +67,21 @@ void print_las_header(std::string const& path)
 
 int run_info(info_options const& o)
 {
+  auto const filter = make_filter(o.input);
+  // LAS headers first: they are worth showing even for a file whose points cannot be read (LAZ).
+  if (o.input.synth.empty()) {
+    for (auto const& path : expand_inputs(o.input.inputs)) {
+      if (looks_like_las(path)) {
+        std::printf("%s:\n", path.c_str());
+        print_las_header(path);
+      }
+    }
+  }
   std::vector<std::string> paths;
   auto sources = open_inputs(o.input, paths);
-  auto const filter = make_filter(o.input);
-  for (std::size_t i = 0; i < paths.size(); ++i) {
+  for (std::size_t i = 0; i < sources.size(); ++i) {
     auto const& info = sources[i]->info();
-    std::printf("%s: %s\n", paths[i].c_str(), info.format.c_str());
-    if (info.format.rfind("LAS", 0) == 0) { print_las_header(paths[i]); }
+    std::printf("%s: %s\n", info.path.c_str(), info.format.c_str());
   }
   auto loaded = load_points(sources, filter, o.input.input.chunk_points, false);
   auto const& f = loaded.filtered;

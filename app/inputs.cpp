@@ -62,6 +62,12 @@ input_format probe_gdal(std::string const& path)
 
 }  // namespace
 
+bool looks_like_las(std::string const& path)
+{
+  auto const ext = lower_extension(path);
+  return ext == ".las" || ext == ".laz" || has_las_signature(path);
+}
+
 std::optional<input_format> parse_input_format(std::string const& name)
 {
   if (name == "auto") { return input_format::automatic; }
@@ -115,7 +121,7 @@ std::unique_ptr<point_source> open_input(std::string const& path, input_options 
   input_format format = options.format;
   if (format == input_format::automatic) {
     auto const ext = lower_extension(path);
-    if (ext == ".las" || ext == ".laz" || has_las_signature(path)) {
+    if (looks_like_las(path)) {
       format = input_format::las;
     } else if (is_text_extension(ext)) {
       format = input_format::text;

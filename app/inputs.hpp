@@ -32,6 +32,9 @@ struct input_options {
 /// directory that matches nothing.
 [[nodiscard]] std::vector<std::string> expand_inputs(std::vector<std::string> const& args);
 
+/// True for a .las/.laz name or a file that starts with the "LASF" signature.
+[[nodiscard]] bool looks_like_las(std::string const& path);
+
 /// Opens one input with the reader its format calls for (LAS by extension or "LASF" signature,
 /// XYZ/CSV text by extension, else GDAL raster, else GDAL vector).
 [[nodiscard]] std::unique_ptr<point_source> open_input(std::string const& path, input_options const& options);

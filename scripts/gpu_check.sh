@@ -29,7 +29,7 @@ fi
 if [[ $part == equal || $part == all ]]; then
   step "GeoTIFFs from --device gpu (every mode, both CSR methods) byte-identical to --device cpu"
   inputs=("$HEIGHTGRID_DATA_DIR/sample.xyz:1" "$HEIGHTGRID_DATA_DIR/dem_small.tif:20")
-  for f in "$HEIGHTGRID_REAL_DATA_DIR"/*.las; do inputs+=("$f:1"); done
+  while IFS= read -r f; do inputs+=("$f:1"); done < <(find "$HEIGHTGRID_REAL_DATA_DIR" -name "*.las" | sort)
   inputs+=("synth:0.5")
   fails=0
   for spec in "${inputs[@]}"; do

@@ -2,6 +2,9 @@
 
 #include "test_paths.hpp"
 
+#include "heightgrid/io/las_reader.hpp"
+#include "heightgrid/io/las_writer.hpp"
+
 #include <gdal_priv.h>
 #include <ogr_spatialref.h>
 #include <ogrsf_frmts.h>
@@ -281,6 +284,65 @@ TEST_F(Cli, SameResultWhateverTheThreadCount)
   }
 }
 
+/// Writes every point of a LAS file as "x y z" text with 17 significant digits (exact doubles).
+void las_to_xyz(fs::path const& las, fs::path const& xyz)
+{
+  auto src = heightgrid::io::open_las_source(las.string());
+  std::ofstream out(xyz);
+  out.precision(17);
+  heightgrid::point_chunk c;
+  while (src->read(c, 1 << 16)) {
+    for (std::size_t i = 0; i < c.size(); ++i) { out << c.x[i] << ' ' << c.y[i] << ' ' << c.z[i] << '\n'; }
+  }
+}
+
+void expect_same_raster_from_las_and_xyz(fs::path const& las, fs::path const& dir, std::string const& res)
+{
+  las_to_xyz(las, dir / "points.xyz");
+  // --keep-all: XYZ has no classes or flags, so the LAS side must not filter either
+  std::string const common = " --res " + res + " --metrics range,min,max,count,mean,stddev --keep-all --device cpu -q --overwrite";
+  auto const a = run("grid " + las.string() + " -o " + (dir / "las.tif").string() + common);
+  ASSERT_EQ(a.code, 0) << a.output;
+  auto const b = run("grid " + (dir / "points.xyz").string() + " -o " + (dir / "xyz.tif").string() + common);
+  ASSERT_EQ(b.code, 0) << b.output;
+  auto const r1 = read_raster(dir / "las.tif");
+  auto const r2 = read_raster(dir / "xyz.tif");
+  ASSERT_EQ(r1.bands, 6);
+  ASSERT_EQ(r1.gt, r2.gt);
+  for (int band = 0; band < 6; ++band) {
+    ASSERT_EQ(0, std::memcmp(r1.values[band].data(), r2.values[band].data(), r1.values[band].size() * sizeof(double)))
+      << las << " band " << band;
+  }
+}
+
+TEST_F(Cli, LasGivesTheSameRasterAsTheSamePointsAsXyz)
+{
+  std::vector<heightgrid::io::las_point> pts;
+  std::mt19937_64 rng(3);
+  std::uniform_real_distribution<double> xy(0.0, 50.0), z(-5.0, 40.0);
+  for (int i = 0; i < 50000; ++i) {
+    heightgrid::io::las_point p;
+    p.x = 636000.0 + xy(rng);
+    p.y = 4849000.0 + xy(rng);
+    p.z = z(rng);
+    pts.push_back(p);
+  }
+  heightgrid::io::las_write_options w;
+  w.scale = {0.001, 0.001, 0.001};
+  w.offset = {636000.0, 4849000.0, 0.0};
+  heightgrid::io::write_las(out("synthetic.las").string(), pts, w);
+  expect_same_raster_from_las_and_xyz(out("synthetic.las"), dir_, "1");
+}
+
+TEST_F(Cli, RealLasFilesGiveTheSameRasterAsXyz)
+{
+  auto const real = heightgrid::test::real_data_dir();
+  if (real.empty()) { GTEST_SKIP() << "../shared/data/real is not present (HEIGHTGRID_REAL_DATA_DIR)"; }
+  for (auto const* name : {"pdal/las_autzen_trim.las", "laspy/vegetation_1_3.las", "lasR/Topography.las"}) {
+    expect_same_raster_from_las_and_xyz(real / name, dir_, "2");
+  }
+}
+
 // ---- bad input: a clear message naming the file, a non-zero exit, and no output left behind
 
 void expect_failure(run_result const& r, int code, std::string const& needle, fs::path const& output)
@@ -396,6 +458,19 @@ TEST_F(Cli, BadOptionValues)
   expect_failure(run(base + "--a_srs EPSG:999999999"), 2, "EPSG:999999999", o);
   expect_failure(run(base + "--device tpu"), 2, "tpu", o);
   expect_failure(run(base + "--returns middle"), 2, "middle", o);
+}
+
+TEST_F(Cli, TruncatedLas)
+{
+  std::vector<heightgrid::io::las_point> pts(1000);
+  for (std::size_t i = 0; i < pts.size(); ++i) { pts[i].x = pts[i].y = pts[i].z = static_cast<double>(i); }
+  heightgrid::io::write_las(out("full.las").string(), pts, {});
+  fs::copy_file(out("full.las"), out("cut.las"));
+  fs::resize_file(out("cut.las"), fs::file_size(out("full.las")) - 700);
+  auto const o = out("o.tif");
+  auto const r = run("grid " + out("cut.las").string() + " -o " + o.string() + " --res 1");
+  expect_failure(r, 3, "cut.las", o);
+  EXPECT_NE(r.output.find("byte"), std::string::npos) << r.output;
 }
 
 TEST_F(Cli, GpuRequestedWithoutAGpu)
