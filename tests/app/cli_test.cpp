@@ -343,6 +343,82 @@ TEST_F(Cli, RealLasFilesGiveTheSameRasterAsXyz)
   }
 }
 
+TEST_F(Cli, TilesAsADirectoryOrAGlobGridLikeOneFile)
+{
+  // two LAS tiles side by side, and the same points as one XYZ file
+  std::mt19937_64 rng(8);
+  std::uniform_real_distribution<double> u(0.0, 20.0), z(0.0, 30.0);
+  fs::create_directories(out("tiles"));
+  heightgrid::io::las_write_options w;
+  w.scale = {0.001, 0.001, 0.001};
+  for (int t = 0; t < 2; ++t) {
+    std::vector<heightgrid::io::las_point> pts;
+    for (int i = 0; i < 5000; ++i) {
+      heightgrid::io::las_point p;
+      p.x = 20.0 * t + std::floor(u(rng) * 1000.0) / 1000.0;
+      p.y = std::floor(u(rng) * 1000.0) / 1000.0;
+      p.z = std::floor(z(rng) * 1000.0) / 1000.0;
+      pts.push_back(p);
+    }
+    heightgrid::io::write_las(out("tiles/tile" + std::to_string(t) + ".las").string(), pts, w);
+  }
+  las_to_xyz(out("tiles/tile0.las"), out("t0.xyz"));
+  las_to_xyz(out("tiles/tile1.las"), out("t1.xyz"));
+  std::string const common = " --res 2 --metrics range,min,max,count --device cpu -q";
+  ASSERT_EQ(run("grid " + out("tiles").string() + " -o " + out("dir.tif").string() + common).code, 0);
+  ASSERT_EQ(run("grid '" + out("tiles").string() + "/tile*.las' -o " + out("glob.tif").string() + common).code, 0);
+  ASSERT_EQ(run("grid " + out("t0.xyz").string() + " " + out("t1.xyz").string() + " -o " + out("xyz.tif").string() + common).code, 0);
+  auto const a = read_raster(out("dir.tif"));
+  auto const b = read_raster(out("glob.tif"));
+  auto const c = read_raster(out("xyz.tif"));
+  ASSERT_EQ(a.cols, 20);
+  ASSERT_EQ(a.bands, 4);
+  for (int band = 0; band < 4; ++band) {  // bytewise: empty cells are NaN, and NaN != NaN
+    auto const bytes = a.values[band].size() * sizeof(double);
+    EXPECT_EQ(0, std::memcmp(a.values[band].data(), b.values[band].data(), bytes)) << "glob, band " << band;
+    EXPECT_EQ(0, std::memcmp(a.values[band].data(), c.values[band].data(), bytes)) << "xyz, band " << band;
+  }
+  EXPECT_EQ(run("grid '" + out("tiles").string() + "/none*.las' -o " + out("n.tif").string() + common).code, 3);
+}
+
+TEST_F(Cli, LasFiltersAreAppliedAndCounted)
+{
+  // classes 2 (ground), 7 (noise), 5 (vegetation); one withheld ground point
+  std::vector<heightgrid::io::las_point> pts;
+  auto add = [&](double z, std::uint8_t cls, std::uint8_t flags, std::uint8_t rn, std::uint8_t nr) {
+    heightgrid::io::las_point p;
+    p.x = 0.5;
+    p.y = 0.5;
+    p.z = z;
+    p.classification = cls;
+    p.flags = flags;
+    p.return_number = rn;
+    p.number_of_returns = nr;
+    pts.push_back(p);
+  };
+  add(10.0, 2, 0, 1, 1);
+  add(11.0, 2, 0, 1, 1);
+  add(99.0, 7, 0, 1, 1);                                    // noise: dropped by default
+  add(50.0, 2, heightgrid::point_flag::withheld, 1, 1);     // withheld: dropped by default
+  add(20.0, 5, 0, 1, 2);                                    // first of two returns
+  add(12.0, 5, 0, 2, 2);                                    // last of two returns
+  heightgrid::io::write_las(out("f.las").string(), pts, {});
+  auto range_of = [&](std::string const& opts) {
+    auto const r = run("grid " + out("f.las").string() + " -o " + out("f.tif").string() +
+                       " --res 1 --overwrite --device cpu " + opts);
+    EXPECT_EQ(r.code, 0) << r.output;
+    return std::make_pair(read_raster(out("f.tif")).values[0][0], r.output);
+  };
+  auto [def, def_log] = range_of("");
+  EXPECT_EQ(def, 10.0);  // 10, 11, 20, 12
+  EXPECT_NE(def_log.find("2 filtered (1 by class, 1 withheld)"), std::string::npos) << def_log;
+  EXPECT_EQ(range_of("--keep-all").first, 89.0);
+  EXPECT_EQ(range_of("--classes 2").first, 1.0);
+  EXPECT_EQ(range_of("--returns last").first, 2.0);   // 10, 11, 12
+  EXPECT_EQ(range_of("--returns first").first, 10.0);  // 10, 11, 20
+  EXPECT_EQ(range_of("--z-max 15").first, 2.0);
+}
+
 // ---- bad input: a clear message naming the file, a non-zero exit, and no output left behind
 
 void expect_failure(run_result const& r, int code, std::string const& needle, fs::path const& output)
