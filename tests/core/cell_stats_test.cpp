@@ -2,6 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <random>
+
 namespace heightgrid {
 namespace {
 
@@ -50,6 +54,65 @@ TEST(CellStats, ThreadLaneEfficiency)
   std::vector<std::uint64_t> c33(33, 2);
   c33[32] = 4;
   EXPECT_DOUBLE_EQ(describe_cell_counts(offsets_of(c33)).thread_lane_efficiency, (64.0 + 4.0) / (64.0 + 4.0));
+}
+
+/// The definitions, computed the plain way (sort everything), to check the O(cells) version.
+cell_count_stats reference_stats(std::vector<std::uint64_t> counts)
+{
+  cell_count_stats s;
+  std::size_t const n = counts.size();
+  double lane_work = 0.0;
+  for (std::size_t w = 0; w < n; w += 32) {
+    std::uint64_t widest = 0;
+    for (std::size_t c = w; c < std::min(n, w + 32); ++c) { widest = std::max(widest, counts[c]); }
+    lane_work += static_cast<double>(widest * (std::min(n, w + 32) - w));
+  }
+  std::sort(counts.begin(), counts.end());
+  double sum = 0.0, acc = 0.0;
+  for (std::size_t i = 0; i < n; ++i) {
+    sum += static_cast<double>(counts[i]);
+    acc += (2.0 * static_cast<double>(i + 1) - static_cast<double>(n) - 1.0) * static_cast<double>(counts[i]);
+  }
+  s.gini = acc / (static_cast<double>(n) * sum);
+  s.thread_lane_efficiency = sum / lane_work;
+  auto const pct = [&](double q) { return counts[static_cast<std::size_t>(std::ceil(q * static_cast<double>(n))) - 1]; };
+  s.p50 = pct(0.5);
+  s.p90 = pct(0.9);
+  s.p99 = pct(0.99);
+  s.p999 = pct(0.999);
+  s.max_count = counts.back();
+  return s;
+}
+
+TEST(CellStats, LargeHeavyTailedGridMatchesTheSortingDefinitions)
+{
+  // Counts beyond the 2^16 table included, zeros, and a size that is not a multiple of 32.
+  std::mt19937_64 rng(5);
+  std::vector<std::uint64_t> counts(100003);
+  std::uniform_real_distribution<double> u(0.0, 1.0);
+  for (auto& c : counts) { c = std::min(60000.0, std::floor(std::pow(u(rng), -1.6))) - 1; }
+  counts[77] = 250000;
+  counts[78] = 250000;
+  counts[99999] = 70000;
+  auto const want = reference_stats(counts);
+  auto const got = describe_cell_counts(offsets_of(counts));
+  EXPECT_EQ(got.p50, want.p50);
+  EXPECT_EQ(got.p90, want.p90);
+  EXPECT_EQ(got.p99, want.p99);
+  EXPECT_EQ(got.p999, want.p999);
+  EXPECT_EQ(got.max_count, 250000U);
+  EXPECT_NEAR(got.gini, want.gini, 1e-12);
+  EXPECT_NEAR(got.thread_lane_efficiency, want.thread_lane_efficiency, 1e-12);
+  std::uint64_t binned = 0;
+  for (std::size_t k = 0; k < got.histogram.size(); ++k) {
+    auto const in_bin = std::count_if(counts.begin(), counts.end(), [&](std::uint64_t c) {
+      return c >= histogram_bin_low(k) && c <= histogram_bin_high(k);
+    });
+    EXPECT_EQ(got.histogram[k], static_cast<std::uint64_t>(in_bin)) << "bin " << k;
+    binned += got.histogram[k];
+  }
+  EXPECT_EQ(binned, counts.size());
+  EXPECT_EQ(got.histogram.size(), 19U);  // 250000 < 2^18
 }
 
 TEST(CellStats, EmptyGrid)
