@@ -5,6 +5,7 @@
 #include "heightgrid/kernels/device_csr.hpp"
 #include "heightgrid/kernels/gpu.hpp"
 #include "heightgrid/kernels/grid_gpu.hpp"
+#include "heightgrid/kernels/hybrid_tuning.hpp"
 
 #include <string>
 
@@ -66,6 +67,14 @@ device_cell_results::~device_cell_results() = default;
 device_cell_results reduce(device_csr const&, metric_request const&, float, reduce_mode, cudaStream_t)
 {
   unavailable("reduce");
+}
+
+hybrid_thresholds default_hybrid_thresholds() { unavailable("default_hybrid_thresholds"); }
+
+device_cell_results reduce_hybrid(device_csr const&, metric_request const&, float, hybrid_thresholds const&,
+                                  cudaStream_t)
+{
+  unavailable("reduce_hybrid");
 }
 
 gpu_grid_result grid_points_gpu(grid_spec const&, point_chunk const&, metric_request const&, float, reduce_mode,

@@ -6,13 +6,46 @@
 #include "detail/impl.cuh"
 #include "detail/pinned_staging.cuh"
 #include "detail/reduce_cub.cuh"
+#include "detail/reduce_hybrid.cuh"
 #include "detail/reduce_thread.cuh"
 #include "detail/reduce_warp.cuh"
 #include "heightgrid/kernels/device_csr.hpp"
+#include "heightgrid/kernels/hybrid_tuning.hpp"
 
 #include <string>
 
 namespace heightgrid {
+namespace detail {
+
+std::unique_ptr<device_cell_results::impl> make_cell_results(std::uint64_t cells, metric_request const& request,
+                                                             reduce_mode mode, cudaStream_t stream)
+{
+  auto state = std::make_unique<device_cell_results::impl>();
+  state->num_cells = cells;
+  state->mode = mode;
+  auto const band = [&](bool wanted) { return device_buffer<float>(wanted ? cells : 0, stream); };
+  state->min = band(request.min);
+  state->max = band(request.max);
+  state->range = band(request.range);
+  state->mean = band(request.mean);
+  state->stddev = band(request.stddev);
+  state->count = device_buffer<std::uint32_t>(request.count ? cells : 0, stream);
+
+  // Poison: all-ones bytes are a negative NaN as float (never the nodata a user can pass through
+  // the CLI bit for bit) and 2^32-1 as count, so a cell a kernel failed to write shows up in tests.
+  for (auto* b : {&state->min, &state->max, &state->range, &state->mean, &state->stddev}) { b->fill_bytes(0xff, stream); }
+  state->count.fill_bytes(0xff, stream);
+  return state;
+}
+
+output_bands bands_of(device_cell_results::impl& state) noexcept
+{
+  return {state.min.data(), state.max.data(), state.range.data(), state.count.data(), state.mean.data(),
+          state.stddev.data()};
+}
+
+}  // namespace detail
+
 namespace {
 
 /// A new mode is one case here (and its detail/reduce_<mode>.cuh).
@@ -23,8 +56,28 @@ void dispatch(reduce_mode mode, device_csr_view const& csr, metric_request const
     case reduce_mode::thread: detail::launch_thread_per_cell(csr, request, out, nodata, stream); return;
     case reduce_mode::warp: detail::launch_warp_per_cell(csr, request, out, nodata, stream); return;
     case reduce_mode::cub: detail::launch_cub_segmented(csr, request, out, nodata, stream); return;
+    case reduce_mode::hybrid:
+      detail::launch_warp_per_tile(csr, request, out, nodata, detail::hybrid_defaults(), stream);
+      return;
+    case reduce_mode::atomic: break;  // reduces points, not a CSR: reduce() turns it away first
   }
   throw error(error_kind::internal, "reduce: unknown reduce_mode " + std::to_string(static_cast<int>(mode)));
+}
+
+/// Allocates and poisons the bands, then runs `launch(out)` between the timing events (unless no
+/// band is requested).
+template <typename Launch>
+device_cell_results run_reduce(std::uint64_t cells, metric_request const& request, reduce_mode mode,
+                               cudaStream_t stream, Launch&& launch)
+{
+  detail::require_device();
+  auto state = detail::make_cell_results(cells, request, mode, stream);
+  auto const out = detail::bands_of(*state);
+  bool const any_band = request.min || request.max || request.range || request.count || request.mean || request.stddev;
+  state->start.record(stream);
+  if (any_band) { launch(out); }
+  state->stop.record(stream);
+  return device_cell_results(std::move(state));
 }
 
 }  // namespace
@@ -32,31 +85,22 @@ void dispatch(reduce_mode mode, device_csr_view const& csr, metric_request const
 device_cell_results reduce(device_csr const& csr, metric_request const& request, float nodata, reduce_mode mode,
                            cudaStream_t stream)
 {
-  detail::require_device();
-  auto const cells = csr.num_cells();
-  auto state = std::make_unique<device_cell_results::impl>();
-  state->num_cells = cells;
-  state->mode = mode;
-  auto const band = [&](bool wanted) { return detail::device_buffer<float>(wanted ? cells : 0, stream); };
-  state->min = band(request.min);
-  state->max = band(request.max);
-  state->range = band(request.range);
-  state->mean = band(request.mean);
-  state->stddev = band(request.stddev);
-  state->count = detail::device_buffer<std::uint32_t>(request.count ? cells : 0, stream);
+  EXPECTS(mode_reduces_csr(mode), error_kind::usage,
+          "reduce: mode " + std::string(mode_name(mode)) +
+            " reduces the points themselves, not a CSR: run it through grid_points_gpu");
+  return run_reduce(csr.num_cells(), request, mode, stream, [&](detail::output_bands const& out) {
+    dispatch(mode, csr.view(), request, out, nodata, stream);
+  });
+}
 
-  // Poison: all-ones bytes are a negative NaN as float (never the nodata a user can pass through
-  // the CLI bit for bit) and 2^32-1 as count, so a cell a kernel failed to write shows up in tests.
-  for (auto* b : {&state->min, &state->max, &state->range, &state->mean, &state->stddev}) { b->fill_bytes(0xff, stream); }
-  state->count.fill_bytes(0xff, stream);
+hybrid_thresholds default_hybrid_thresholds() { return detail::hybrid_defaults(); }
 
-  detail::output_bands const out{state->min.data(),   state->max.data(),  state->range.data(),
-                                 state->count.data(), state->mean.data(), state->stddev.data()};
-  bool const any_band = request.min || request.max || request.range || request.count || request.mean || request.stddev;
-  state->start.record(stream);
-  if (any_band) { dispatch(mode, csr.view(), request, out, nodata, stream); }
-  state->stop.record(stream);
-  return device_cell_results(std::move(state));
+device_cell_results reduce_hybrid(device_csr const& csr, metric_request const& request, float nodata,
+                                  hybrid_thresholds const& thresholds, cudaStream_t stream)
+{
+  return run_reduce(csr.num_cells(), request, reduce_mode::hybrid, stream, [&](detail::output_bands const& out) {
+    detail::launch_warp_per_tile(csr.view(), request, out, nodata, thresholds, stream);
+  });
 }
 
 device_cell_results::device_cell_results(std::unique_ptr<impl> state) noexcept : impl_(std::move(state)) {}

@@ -34,6 +34,24 @@ inline metric_request all_metrics()
   return metric_request::from({metric::range, metric::min, metric::max, metric::count, metric::mean, metric::stddev});
 }
 
+/// The bands `mode` can produce: every band, or range/min/max/count for `atomic`.
+inline metric_request all_metrics_of(reduce_mode mode)
+{
+  if (mode_supports(mode, all_metrics())) { return all_metrics(); }
+  return metric_request::from({metric::range, metric::min, metric::max, metric::count});
+}
+
+/// The modes that reduce a CSR (reduce() accepts them): the parameters of the CSR tests. `atomic`
+/// builds no CSR and is tested through the pipeline (grid_points_gpu) instead.
+inline std::vector<reduce_mode> csr_modes()
+{
+  std::vector<reduce_mode> modes;
+  for (auto const mode : all_modes()) {
+    if (mode_reduces_csr(mode)) { modes.push_back(mode); }
+  }
+  return modes;
+}
+
 inline std::string request_name(metric_request const& r)
 {
   std::string s;

@@ -34,6 +34,63 @@ TEST(ReduceModeNames, RoundTripAndAreUnique)
   EXPECT_EQ(parse_mode("warps"), std::nullopt);
 }
 
+TEST(ReduceModeNames, AutoIsNotAMode)
+{
+  EXPECT_EQ(parse_mode(auto_mode_name), std::nullopt);
+  for (auto const mode : all_modes()) { EXPECT_NE(mode_name(mode), auto_mode_name); }
+  EXPECT_EQ(parse_mode("hybrid"), reduce_mode::hybrid);
+  EXPECT_EQ(parse_mode("atomic"), reduce_mode::atomic);
+}
+
+TEST(ReduceModeSupport, AtomicHasNoCsrAndNoSums)
+{
+  for (auto const mode : all_modes()) {
+    EXPECT_EQ(mode_reduces_csr(mode), mode != reduce_mode::atomic) << mode_name(mode);
+    EXPECT_TRUE(mode_supports(mode, metric_request::from({metric::range, metric::min, metric::max, metric::count})));
+    EXPECT_EQ(mode_supports(mode, metric_request::from({metric::mean})), mode != reduce_mode::atomic);
+    EXPECT_EQ(mode_supports(mode, metric_request::from({metric::range, metric::stddev})), mode != reduce_mode::atomic);
+  }
+}
+
+TEST(ChooseMode, FollowsItsRules)
+{
+  auto const stats = [](std::uint64_t cells, std::uint64_t points) {
+    cell_count_stats s;
+    s.cells = cells;
+    s.points = points;
+    return s;
+  };
+  auto const range = metric_request::from({metric::range});
+  auto const range_count = metric_request::from({metric::range, metric::count});
+  using policy = auto_mode_policy;
+
+  // 1. mean or stddev: hybrid, whatever the grid.
+  auto c = choose_mode(metric_request::from({metric::range, metric::mean}), stats(1000, 100000));
+  EXPECT_EQ(c.mode, reduce_mode::hybrid);
+  EXPECT_NE(c.reason.find("mean/stddev"), std::string::npos) << c.reason;
+  EXPECT_EQ(choose_mode(metric_request::from({metric::stddev}), stats(1000, 100000)).mode, reduce_mode::hybrid);
+  // 2. few enough cells and enough points per cell: atomic.
+  c = choose_mode(range_count, stats(1000000, 100000000));
+  EXPECT_EQ(c.mode, reduce_mode::atomic) << c.reason;
+  EXPECT_FALSE(c.reason.empty());
+  EXPECT_EQ(choose_mode(range, stats(policy::atomic_max_cells, 100000000)).mode, reduce_mode::atomic);
+  // 3. otherwise hybrid: too many cells (the 10^8 points over 10^7 cells), or too few points.
+  c = choose_mode(range, stats(10000000, 100000000));
+  EXPECT_EQ(c.mode, reduce_mode::hybrid);
+  EXPECT_NE(c.reason.find("10000000 cells"), std::string::npos) << c.reason;
+  EXPECT_EQ(choose_mode(range, stats(policy::atomic_max_cells + 1, 1000000000)).mode, reduce_mode::hybrid);
+  c = choose_mode(range, stats(1000, 1000));
+  EXPECT_EQ(c.mode, reduce_mode::hybrid);
+  EXPECT_NE(c.reason.find("points per cell"), std::string::npos) << c.reason;
+  EXPECT_EQ(choose_mode(range, stats(0, 0)).mode, reduce_mode::hybrid);
+  // What auto picks, each mode can produce.
+  for (auto const& r : {range, range_count, test::all_metrics()}) {
+    for (std::uint64_t const cells : {0ULL, 1000ULL, 1ULL << 20, 1ULL << 30}) {
+      EXPECT_TRUE(mode_supports(choose_mode(r, stats(cells, 50ULL * cells)).mode, r));
+    }
+  }
+}
+
 TEST(CsrMethodNames, RoundTripAndAreUnique)
 {
   auto const methods = all_csr_methods();

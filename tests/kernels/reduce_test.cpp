@@ -1,6 +1,6 @@
 // Every reduce mode against reduce_cells_cpu and against the cub mode, on the same CSR: min, max,
 // range and count bit for bit, mean and stddev within one float ulp. New modes are picked up
-// through all_modes().
+// through all_modes() (those that reduce a CSR: test::csr_modes(); atomic is in grid_gpu_test).
 
 #include "heightgrid/core/metrics.hpp"
 #include "heightgrid/kernels/device_csr.hpp"
@@ -216,7 +216,7 @@ TEST_P(ReduceMode, DeviceResidentRunsAreRepeatable)
   EXPECT_EQ(back.z, csr.z);
 }
 
-INSTANTIATE_TEST_SUITE_P(AllModes, ReduceMode, ::testing::ValuesIn(all_modes()), test::mode_param_name{});
+INSTANTIATE_TEST_SUITE_P(AllModes, ReduceMode, ::testing::ValuesIn(test::csr_modes()), test::mode_param_name{});
 
 }  // namespace
 }  // namespace heightgrid

@@ -1,11 +1,13 @@
 #pragma once
 // The device state behind the host-clean classes of device_csr.hpp.
 
+#include "detail/cell_store.cuh"
 #include "detail/cuda_event.cuh"
 #include "detail/device_buffer.cuh"
 #include "heightgrid/kernels/device_csr.hpp"
 
 #include <cstdint>
+#include <memory>
 
 namespace heightgrid {
 
@@ -30,4 +32,17 @@ struct device_cell_results::impl {
   detail::cuda_event stop;
 };
 
+namespace detail {
+
+/// The bands of `request` for `cells` cells, allocated on `stream` and poisoned (all-ones bytes: a
+/// negative NaN, or 2^32-1 as a count, so a cell no kernel wrote shows up in tests), with `mode`
+/// recorded. Shared by reduce() and the atomic pipeline (defined in reduce.cu).
+[[nodiscard]] std::unique_ptr<device_cell_results::impl> make_cell_results(std::uint64_t cells,
+                                                                           metric_request const& request,
+                                                                           reduce_mode mode, cudaStream_t stream);
+
+/// Device pointers of the bands of `state` (null for bands not requested).
+[[nodiscard]] output_bands bands_of(device_cell_results::impl& state) noexcept;
+
+}  // namespace detail
 }  // namespace heightgrid

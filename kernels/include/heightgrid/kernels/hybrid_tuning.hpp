@@ -1,0 +1,47 @@
+#pragma once
+// The run-time thresholds of reduce_mode::hybrid, for the threshold sweep (tests/kernels/
+// hybrid_sweep.cpp) and for the tests that put cells exactly at each threshold. Normal use does not
+// need this header: reduce(..., reduce_mode::hybrid, ...) runs with default_hybrid_thresholds(),
+// the named constants of hybrid_policy (kernels/src/detail/reduce_hybrid.cuh).
+// Host-clean.
+
+#include "heightgrid/core/metrics.hpp"
+#include "heightgrid/kernels/device_csr.hpp"
+#include "heightgrid/kernels/gpu.hpp"
+
+#include <cstdint>
+
+namespace heightgrid {
+
+/// Where hybrid hands a cell from one lane to the whole warp, and from the warp to many warps.
+/// Every warp owns tiles of 32 consecutive cells, one per lane (see reduce_hybrid.cuh).
+struct hybrid_thresholds {
+  /// A cell of at most this many points is reduced by its own lane, sequentially.
+  std::uint64_t lane_max_points{0};
+  /// The tile's bigger cells are reduced by the whole warp, one after the other, while their
+  /// running total (in lane order) is at most this; the rest are split. So one warp never reduces
+  /// more than this many points cooperatively per tile.
+  std::uint64_t warp_max_points{0};
+  /// A split cell is cut into chunks of this many points, one warp each, merged afterwards. >= 1.
+  std::uint64_t split_chunk_points{0};
+  /// A tile whose points number at most 32 x this (and that has no split cell) is first copied into
+  /// shared memory with coalesced loads, then reduced from there. 0 turns staging off; at most
+  /// hybrid_max_stage_points_per_lane.
+  std::uint32_t stage_points_per_lane{0};
+};
+
+/// Upper bound of hybrid_thresholds::stage_points_per_lane (the shared memory of a block).
+inline constexpr std::uint32_t hybrid_max_stage_points_per_lane = 64;
+
+/// The thresholds reduce(..., reduce_mode::hybrid, ...) uses: hybrid_policy's constants.
+/// Throws error_kind::device in a build without CUDA.
+[[nodiscard]] hybrid_thresholds default_hybrid_thresholds();
+
+/// reduce(csr, request, nodata, reduce_mode::hybrid, stream) with other thresholds. Every choice of
+/// thresholds gives the same min/max/range/count, bit for bit; they only move the time.
+/// Throws error_kind::usage for split_chunk_points == 0 or stage_points_per_lane above
+/// hybrid_max_stage_points_per_lane; otherwise as reduce().
+[[nodiscard]] device_cell_results reduce_hybrid(device_csr const& csr, metric_request const& request, float nodata,
+                                                hybrid_thresholds const& thresholds, cudaStream_t stream);
+
+}  // namespace heightgrid

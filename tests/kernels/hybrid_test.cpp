@@ -1,0 +1,272 @@
+// reduce_mode::hybrid beyond the parameterized mode tests of reduce_test.cpp: cells exactly at each
+// threshold and one point either side, for several sets of thresholds (tiny ones force every path
+// of the kernels on small data: lane, warp, split into many chunks, staged and not staged), a single
+// cell of 10^7 points, heavy skew, empty grids, and repeatability. The reference is
+// reduce_cells_cpu: min/max/range/count bit for bit, mean/stddev within one float ulp.
+
+#include "heightgrid/core/error.hpp"
+#include "heightgrid/core/metrics.hpp"
+#include "heightgrid/kernels/device_csr.hpp"
+#include "heightgrid/kernels/grid_gpu.hpp"
+#include "heightgrid/kernels/hybrid_tuning.hpp"
+#include "heightgrid/kernels/reduce_mode.hpp"
+#include "kernels_test_support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace heightgrid {
+namespace {
+
+using test::all_metrics;
+using test::make_csr;
+using test::same_results;
+
+constexpr std::uint64_t unbounded = std::numeric_limits<std::uint64_t>::max();
+
+struct named_thresholds {
+  char const* name;
+  hybrid_thresholds t;  ///< lane_max_points == 0 && split_chunk_points == 0: the defaults
+};
+
+/// The defaults, and sets that put every path within reach of a few hundred points.
+std::vector<named_thresholds> threshold_sets()
+{
+  return {
+    {"defaults", {}},
+    {"all_split_chunks_of_1", {0, 0, 1, 0}},           // every non-empty cell split, one point per chunk
+    {"lane1_warp40_chunk16", {1, 40, 16, 0}},          // no staging: lane, warp and split from global memory
+    {"lane3_warp64_chunk7_stage2", {3, 64, 7, 2}},     // odd chunk size: every chunk alignment
+    {"lane8_warp100_chunk33_stage1", {8, 100, 33, 1}},
+    {"lane_only_stage64", {unbounded, unbounded, 8192, 64}},  // one lane per cell, whatever its size
+    {"warp_only", {0, unbounded, 8192, 16}},           // the warp reduces every non-empty cell
+  };
+}
+
+hybrid_thresholds resolve(hybrid_thresholds const& t)
+{
+  return t.lane_max_points == 0 && t.split_chunk_points == 0 ? default_hybrid_thresholds() : t;
+}
+
+class HybridThresholds : public ::testing::TestWithParam<named_thresholds> {
+ protected:
+  void SetUp() override { HG_SKIP_WITHOUT_GPU(); }
+
+  static hybrid_thresholds thresholds() { return resolve(GetParam().t); }
+
+  /// Hybrid with these thresholds against reduce_cells_cpu; returns the GPU result.
+  static cell_results check(csr_grid const& csr, metric_request const& request = all_metrics(),
+                            float nodata = default_nodata)
+  {
+    auto const device = device_csr::from_host(csr, nullptr);
+    auto const got = reduce_hybrid(device, request, nodata, thresholds(), nullptr).to_host(nullptr);
+    EXPECT_TRUE(same_results(got, reduce_cells_cpu(csr, request, nodata), request, csr.num_cells()))
+      << GetParam().name << ", " << csr.num_cells() << " cells, " << csr.z.size() << " points";
+    return got;
+  }
+};
+
+/// t - 1, t and t + 1 for each threshold t, leaving out those below 0 or above `limit`.
+std::vector<std::uint64_t> around(std::vector<std::uint64_t> const& thresholds, std::uint64_t limit)
+{
+  std::vector<std::uint64_t> sizes;
+  for (auto const t : thresholds) {
+    if (t > limit) { continue; }
+    if (t > 0) { sizes.push_back(t - 1); }
+    sizes.push_back(t);
+    if (t < limit) { sizes.push_back(t + 1); }
+  }
+  std::sort(sizes.begin(), sizes.end());
+  sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+  return sizes;
+}
+
+// One cell exactly at each threshold and one point either side, alone, between other cells, and
+// after a one-point cell (so that it starts at an odd index: the 16-byte loads' peeled head).
+TEST_P(HybridThresholds, CellsAtEachThresholdAndOneEitherSide)
+{
+  auto const t = thresholds();
+  auto const sizes = around({t.lane_max_points, t.warp_max_points, t.split_chunk_points, 2 * t.split_chunk_points,
+                             32ULL * t.stage_points_per_lane, 31, 32, 33},
+                            200000);
+  std::uint64_t seed = 100;
+  for (auto const s : sizes) {
+    SCOPED_TRACE("cell of " + std::to_string(s) + " points");
+    check(make_csr({s}, seed++));
+    check(make_csr({1, s}, seed++));
+    check(make_csr({0, s, 3, s, 1, 0, s + 1}, seed++));
+  }
+  auto mixed = sizes;
+  std::shuffle(mixed.begin(), mixed.end(), std::mt19937_64(3));
+  check(make_csr(mixed, seed++));
+}
+
+// Tiles whose bigger cells total exactly warp_max (all taken by the warp), one more point (the last
+// one split), and a tile exactly the size of the stage and one point more.
+TEST_P(HybridThresholds, TileTotalsAtTheWarpBudgetAndTheStage)
+{
+  auto const t = thresholds();
+  std::uint64_t seed = 200;
+  if (t.lane_max_points < 100000 && t.warp_max_points < 100000) {
+    std::uint64_t const big = t.lane_max_points + 1;
+    std::uint64_t const fit = std::max<std::uint64_t>(1, t.warp_max_points / big);  // cells that fit the budget
+    for (std::uint64_t const extra : {0ULL, 1ULL}) {
+      std::vector<std::uint64_t> counts(32, 0);
+      std::uint64_t total = 0;
+      for (std::uint64_t k = 0; k < std::min<std::uint64_t>(fit, 31); ++k) {
+        counts[k] = big;
+        total += big;
+      }
+      // The last cell takes what is left of the budget (at least `big`), plus `extra`.
+      counts[31] = std::max(big, t.warp_max_points > total ? t.warp_max_points - total : 0) + extra;
+      SCOPED_TRACE("tile total " + std::to_string(total + counts[31]));
+      check(make_csr(counts, seed++));
+      auto twice = counts;
+      twice.insert(twice.end(), counts.begin(), counts.end());
+      check(make_csr(twice, seed++));
+    }
+  }
+  std::uint64_t const stage = 32ULL * t.stage_points_per_lane;
+  for (std::uint64_t const total : {stage, stage + 1}) {
+    if (total == 0) { continue; }
+    std::vector<std::uint64_t> counts(32, total / 32);
+    counts[0] += total % 32;
+    SCOPED_TRACE("tile of " + std::to_string(total) + " points");
+    check(make_csr(counts, seed++));
+  }
+}
+
+TEST_P(HybridThresholds, RandomMixAndEveryBandCombination)
+{
+  std::mt19937_64 rng(7);
+  std::poisson_distribution<std::uint64_t> small(6.0);
+  std::uniform_int_distribution<std::uint64_t> large(0, 3000);
+  std::vector<std::uint64_t> counts(5003);
+  for (auto& c : counts) { c = rng() % 50 == 0 ? large(rng) : small(rng); }
+  auto const csr = make_csr(counts, 8, -500.0, 500.0);
+  check(csr);
+  for (auto const m : {metric::range, metric::min, metric::max, metric::count, metric::mean, metric::stddev}) {
+    SCOPED_TRACE(std::string(metric_name(m)));
+    check(csr, metric_request::from({m}));
+  }
+  check(csr, metric_request::from({metric::mean, metric::count}), -9999.0F);
+  check(csr, metric_request{});
+}
+
+// The split kernel merges its chunks in chunk order, whichever warp finishes last: two runs are the
+// same bit for bit, mean and stddev included.
+TEST_P(HybridThresholds, RunsAreRepeatable)
+{
+  auto const csr = make_csr({5000, 1, 0, 777, 33, 20000, 2, 4096, 4097, 8193}, 9);
+  auto const device = device_csr::from_host(csr, nullptr);
+  auto const a = reduce_hybrid(device, all_metrics(), default_nodata, thresholds(), nullptr).to_host(nullptr);
+  auto const b = reduce_hybrid(device, all_metrics(), default_nodata, thresholds(), nullptr).to_host(nullptr);
+  EXPECT_TRUE(same_results(a, b, all_metrics(), csr.num_cells(), -1)) << "two runs differ";
+  EXPECT_TRUE(same_results(a, reduce_cells_cpu(csr, all_metrics()), all_metrics(), csr.num_cells()));
+}
+
+TEST_P(HybridThresholds, EmptyGrids)
+{
+  check(csr_grid{});  // no cells at all
+  csr_grid zero;
+  zero.offsets = {0};
+  check(zero);
+  check(make_csr(std::vector<std::uint64_t>(100, 0), 10), all_metrics(), -1.0F);
+}
+
+INSTANTIATE_TEST_SUITE_P(Sets, HybridThresholds, ::testing::ValuesIn(threshold_sets()),
+                         [](::testing::TestParamInfo<named_thresholds> const& info) {
+                           return std::string(info.param.name);
+                         });
+
+class Hybrid : public ::testing::Test {
+ protected:
+  void SetUp() override { HG_SKIP_WITHOUT_GPU(); }
+};
+
+TEST_F(Hybrid, SingleCellOfTenMillionPoints)
+{
+  auto const csr = make_csr({10000000}, 11, -100.0, 3000.0);
+  auto const got = reduce_csr_gpu(csr, all_metrics(), default_nodata, reduce_mode::hybrid, nullptr);
+  EXPECT_TRUE(same_results(got, reduce_cells_cpu(csr, all_metrics()), all_metrics(), 1));
+  EXPECT_EQ(got.count, std::vector<std::uint32_t>{10000000});
+}
+
+// A few cells of 10^5 to 10^6 points among 300 000 cells of 0-8 points, hot cells at the start, in
+// the middle, next to each other and last.
+TEST_F(Hybrid, HeavySkew)
+{
+  std::mt19937_64 rng(12);
+  std::poisson_distribution<std::uint64_t> tiny(2.0);
+  std::vector<std::uint64_t> counts(300000);
+  for (auto& c : counts) { c = std::min<std::uint64_t>(tiny(rng), 8); }
+  counts[0] = 1000000;
+  counts[150000] = 300000;
+  counts[150001] = 100000;
+  counts[150031] = 250000;
+  counts.back() = 500000;
+  auto const csr = make_csr(counts, 13);
+  auto const request = all_metrics();
+  auto const got = reduce_csr_gpu(csr, request, default_nodata, reduce_mode::hybrid, nullptr);
+  EXPECT_TRUE(same_results(got, reduce_cells_cpu(csr, request), request, csr.num_cells()));
+  auto const range_only = metric_request::from({metric::range, metric::count});
+  auto const fast = reduce_csr_gpu(csr, range_only, default_nodata, reduce_mode::hybrid, nullptr);
+  EXPECT_TRUE(same_results(fast, reduce_cells_cpu(csr, range_only), range_only, csr.num_cells()));
+  auto const thread = reduce_csr_gpu(csr, range_only, default_nodata, reduce_mode::thread, nullptr);
+  EXPECT_TRUE(same_results(fast, thread, range_only, csr.num_cells(), -1)) << "hybrid vs thread";
+}
+
+TEST_F(Hybrid, InvalidThresholdsAreUsageErrors)
+{
+  auto const device = device_csr::from_host(make_csr({3, 0, 5}, 14), nullptr);
+  auto const expect_usage = [&](hybrid_thresholds const& t, char const* what) {
+    try {
+      (void)reduce_hybrid(device, all_metrics(), default_nodata, t, nullptr);
+      ADD_FAILURE() << what << " accepted";
+    } catch (error const& e) {
+      EXPECT_EQ(e.kind(), error_kind::usage) << what << ": " << e.what();
+    }
+  };
+  auto t = default_hybrid_thresholds();
+  t.split_chunk_points = 0;
+  expect_usage(t, "split_chunk_points 0");
+  t = default_hybrid_thresholds();
+  t.stage_points_per_lane = hybrid_max_stage_points_per_lane + 1;
+  expect_usage(t, "stage_points_per_lane above the maximum");
+}
+
+TEST_F(Hybrid, DefaultsAreThoseOfTheMode)
+{
+  auto const t = default_hybrid_thresholds();
+  EXPECT_GT(t.split_chunk_points, 0U);
+  EXPECT_LE(t.lane_max_points, t.warp_max_points);
+  EXPECT_LE(t.stage_points_per_lane, hybrid_max_stage_points_per_lane);
+  auto const csr = make_csr({3, 0, 40, 5000, 100000, 1}, 15);
+  auto const device = device_csr::from_host(csr, nullptr);
+  auto const a = reduce(device, all_metrics(), default_nodata, reduce_mode::hybrid, nullptr).to_host(nullptr);
+  auto const b = reduce_hybrid(device, all_metrics(), default_nodata, t, nullptr).to_host(nullptr);
+  EXPECT_TRUE(same_results(a, b, all_metrics(), csr.num_cells(), -1));
+}
+
+// The atomic mode works on points: reduce() on a CSR turns it away with a usage error.
+TEST(AtomicOnCsr, IsAUsageError)
+{
+  HG_SKIP_WITHOUT_GPU();
+  auto const device = device_csr::from_host(make_csr({3, 0, 5}, 16), nullptr);
+  try {
+    (void)reduce(device, test::all_metrics_of(reduce_mode::atomic), default_nodata, reduce_mode::atomic, nullptr);
+    ADD_FAILURE() << "reduce() accepted the atomic mode";
+  } catch (error const& e) {
+    EXPECT_EQ(e.kind(), error_kind::usage) << e.what();
+    EXPECT_NE(std::string(e.what()).find("grid_points_gpu"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace heightgrid
