@@ -1,6 +1,8 @@
 #include "grid_command.hpp"
 
+#include "bandwidth.hpp"
 #include "report.hpp"
+#include "synth_command.hpp"
 
 #include "heightgrid/core/binning.hpp"
 #include "heightgrid/core/cell_stats.hpp"
@@ -20,6 +22,14 @@
 
 namespace heightgrid::app {
 namespace {
+
+/// "thread, warp, cub, hybrid, atomic, auto": the values --mode takes.
+std::string mode_list()
+{
+  std::string list;
+  for (auto const m : all_modes()) { list += std::string(mode_name(m)) + ", "; }
+  return list + std::string(auto_mode_name);
+}
 
 float parse_nodata(std::string const& text)
 {
@@ -114,16 +124,13 @@ gpu_phase_times median_times(std::vector<gpu_phase_times> const& runs)
 /// each band written once) over its time, next to a read bandwidth measured now on this device.
 void report_reduce_bandwidth(std::uint64_t cells, std::uint64_t points, metric_request const& r, double reduce_ms)
 {
-  int const bands = r.min + r.max + r.range + r.count + r.mean + r.stddev;
-  double const bytes = 8.0 * static_cast<double>(cells + 1) + 8.0 * static_cast<double>(points) +
-                       4.0 * static_cast<double>(bands) * static_cast<double>(cells);
-  auto const dev = query_device();
-  std::size_t const probe = std::min<std::size_t>(std::size_t{1} << 30, dev.free_mem / 4);
-  double const peak = measure_read_bandwidth_gbps(probe, 10, nullptr);
-  double const achieved = reduce_ms > 0.0 ? bytes / (reduce_ms * 1e-3) / 1e9 : 0.0;
+  double const bytes = reduce_bytes(cells, points, r);
+  auto const peak = measure_device_read_bandwidth();
+  double const achieved = gigabytes_per_second(bytes, reduce_ms);
   spdlog::debug("reduce moved at least {} in {:.3f} ms: {:.1f} GB/s, {:.1f}% of the {:.1f} GB/s read bandwidth "
-                "measured on {} ({} streaming read, median of 10)",
-                human_bytes(bytes), reduce_ms, achieved, 100.0 * achieved / peak, peak, dev.name, human_bytes(static_cast<double>(probe)));
+                "measured on {} ({} streaming read, median of {})",
+                human_bytes(bytes), reduce_ms, achieved, 100.0 * achieved / peak.gbps, peak.gbps, peak.device,
+                human_bytes(static_cast<double>(peak.probe_bytes)), peak.repeats);
 }
 
 }  // namespace
@@ -147,11 +154,10 @@ void add_input_options(CLI::App& cmd, grid_options& o)
   cmd.add_option("--z-min", o.z_min, "Drop points with z below this");
   cmd.add_option("--z-max", o.z_max, "Drop points with z above this");
 
-  cmd.add_option("--synth", o.synth, "Generate a synthetic cloud in memory instead of reading files: uniform");
-  cmd.add_option("--points", o.synth_points, "Points to generate with --synth")->default_val(1000000);
-  cmd.add_option("--synth-extent", o.synth_extent, "Extent of the synthetic cloud: XMIN YMIN XMAX YMAX")
-    ->expected(4);
-  cmd.add_option("--seed", o.seed, "Seed of the synthetic cloud")->default_val(1);
+  cmd.add_option("--synth", o.synth,
+                 "Generate a synthetic cloud in memory instead of reading files: " + synth_kind_list() +
+                   " (see heightgrid synth --help)");
+  add_synth_shape_options(cmd, o.synthetic, "--synth-extent");
 }
 
 filter_options make_filter(grid_options const& o)
@@ -181,24 +187,14 @@ filter_options make_filter(grid_options const& o)
   return f;
 }
 
-std::vector<std::unique_ptr<point_source>> open_inputs(grid_options const& o, std::vector<std::string>& paths)
+std::vector<std::unique_ptr<point_source>> open_inputs(grid_options const& o, std::vector<std::string>& paths,
+                                                       std::optional<double> cell_size_hint)
 {
   std::vector<std::unique_ptr<point_source>> sources;
   if (!o.synth.empty()) {
     expects(o.inputs.empty(), error_kind::usage, "give either input files or --synth, not both");
-    auto const kind = parse_synth_kind(o.synth);
-    expects(kind.has_value(), error_kind::usage, "--synth: unknown kind '" + o.synth + "' (expected uniform)");
-    synth_options s;
-    s.kind = *kind;
-    s.points = o.synth_points;
-    s.seed = o.seed;
-    if (!o.synth_extent.empty()) {
-      s.xmin = o.synth_extent[0];
-      s.ymin = o.synth_extent[1];
-      s.xmax = o.synth_extent[2];
-      s.ymax = o.synth_extent[3];
-    }
-    sources.push_back(std::make_unique<synthetic_source>(s));
+    auto const kind = parse_synth_kind_option(o.synth, "--synth");
+    sources.push_back(std::make_unique<synthetic_source>(make_synth_options(kind, o.synthetic, cell_size_hint, "--synth-extent")));
     return sources;
   }
   expects(!o.inputs.empty(), error_kind::usage, "no input given (name files, a directory or a glob, or use --synth)");
@@ -230,7 +226,9 @@ CLI::App* add_grid_command(CLI::App& app, grid_options& o)
   cmd->add_option("--co", o.creation_options, "GDAL creation option KEY=VALUE (repeatable)");
   cmd->add_flag("--overwrite", o.overwrite, "Replace an existing output file");
   cmd->add_option("--device", o.device, "Backend: auto (GPU if present), gpu or cpu")->default_val("auto");
-  cmd->add_option("--mode", o.mode, "GPU reduction: thread, warp or cub")->default_val("warp");
+  cmd->add_option("--mode", o.mode, "GPU reduction: " + mode_list() +
+                                       "; auto picks one from the metrics and the grid, and says which and why")
+    ->default_val(std::string(auto_mode_name));
   cmd->add_option("--csr", o.csr, "How the GPU builds the CSR: radix_sort or counting")
     ->default_val(std::string(csr_method_name(default_csr_method)));
   cmd->add_option("--repeat", o.repeat,
@@ -245,7 +243,8 @@ CLI::App* add_grid_command(CLI::App& app, grid_options& o)
   heightgrid grid tiles/ -o dsm_range.tif --res 0.5 --metrics range,min,max,count --a_srs EPSG:32633
   heightgrid grid dem.tif -o range_10m.tif --res 10 --of COG --overwrite
   heightgrid grid pts.gpkg --z-field elev -o out.tif --tr 2 2 --te 500000 4100000 501000 4101000
-  heightgrid grid --synth uniform --points 100000000 --synth-extent 0 0 10000 10000 -o synth.tif --res 1 -v)");
+  heightgrid grid --synth uniform --points 100000000 --synth-extent 0 0 10000 10000 -o synth.tif --res 1 -v
+  heightgrid grid --synth lidar --points 10000000 --density 10 -o lidar.tif --res 1 --metrics range,count)");
   return cmd;
 }
 
@@ -272,8 +271,14 @@ int run_grid(grid_options const& o)
   }
   expects(o.device == "auto" || o.device == "gpu" || o.device == "cpu", error_kind::usage,
           "--device: '" + o.device + "' is not auto, gpu or cpu");
-  auto const mode = parse_mode(o.mode);
-  expects(mode.has_value(), error_kind::usage, "--mode: '" + o.mode + "' is not a GPU mode (thread, warp, cub)");
+  // --mode auto is resolved once the grid is known (choose_mode).
+  bool const auto_mode = o.mode == auto_mode_name;
+  auto const named_mode = parse_mode(o.mode);
+  expects(auto_mode || named_mode.has_value(), error_kind::usage,
+          "--mode: '" + o.mode + "' is not a GPU mode (" + mode_list() + ")");
+  reduce_mode mode = named_mode.value_or(reduce_mode::hybrid);
+  expects(auto_mode || mode_supports(mode, request), error_kind::usage,
+          "--mode " + o.mode + " supports range,min,max,count; --metrics asks for '" + o.metrics + "'");
   auto const csr = parse_csr_method(o.csr);
   expects(csr.has_value(), error_kind::usage, "--csr: '" + o.csr + "' is not counting or radix_sort");
   expects(o.threads >= 0, error_kind::usage, "--threads must be >= 0");
@@ -294,7 +299,7 @@ int run_grid(grid_options const& o)
 
   // --- inputs: all opened before any is read, so a bad file fails fast
   std::vector<std::string> paths;
-  auto sources = open_inputs(o, paths);
+  auto sources = open_inputs(o, paths, xres == yres ? std::optional<double>(xres) : std::nullopt);
   io::raster_write_options wopt;
   wopt.format = o.output_format;
   wopt.creation_options = o.creation_options;
@@ -345,14 +350,22 @@ int run_grid(grid_options const& o)
     // The count column is cheap (4 bytes a cell) and tells how many cells are non-empty.
     metric_request gpu_request = request;
     gpu_request.count = true;
-    auto gpu = grid_points_gpu(grid, loaded.points, gpu_request, nodata, *mode, *csr, nullptr);
+    if (auto_mode) {
+      cell_count_stats known;  // before binning: the grid and the number of points
+      known.cells = grid.num_cells();
+      known.points = loaded.points.size();
+      auto const choice = choose_mode(gpu_request, known);
+      spdlog::info("--mode auto: {} ({})", mode_name(choice.mode), choice.reason);
+      mode = choice.mode;
+    }
+    auto gpu = grid_points_gpu(grid, loaded.points, gpu_request, nodata, mode, *csr, nullptr);
     double gpu_s = gpu_clock.seconds();
     if (o.repeat > 1) {  // the run above was the warm-up
       std::vector<gpu_phase_times> runs;
       std::vector<double> walls;
       for (int k = 0; k < o.repeat; ++k) {
         stopwatch run_clock;
-        gpu = grid_points_gpu(grid, loaded.points, gpu_request, nodata, *mode, *csr, nullptr);
+        gpu = grid_points_gpu(grid, loaded.points, gpu_request, nodata, mode, *csr, nullptr);
         walls.push_back(run_clock.seconds());
         runs.push_back(gpu.times);
       }
@@ -364,7 +377,7 @@ int run_grid(grid_options const& o)
     auto const& t = gpu.times;
     spdlog::info("GPU ({} mode, {} CSR{}): H2D {:.2f} ms, cell ids {:.2f} ms, CSR {:.2f} ms, reduce {:.2f} ms, "
                  "D2H {:.2f} ms; device total {:.2f} ms, host wall {}",
-                 mode_name(*mode), gpu.csr_method,
+                 mode_name(mode), gpu.csr_method,
                  o.repeat > 1 ? ", medians of " + std::to_string(o.repeat) + " runs after a warm-up" : "",
                  t.h2d_ms, t.cell_ids_ms, t.csr_ms, t.reduce_ms, t.d2h_ms, t.total_ms, human_seconds(gpu_s));
     if (spdlog::should_log(spdlog::level::debug)) {
@@ -401,7 +414,7 @@ int run_grid(grid_options const& o)
                with_commas(loaded.filtered.points_in), describe_filtered(loaded.filtered),
                with_commas(binned.points_outside), grid.cols, grid.rows, with_commas(grid.num_cells()),
                with_commas(non_empty), human_seconds(read_s), human_seconds(bin_s), human_seconds(reduce_s),
-               use_gpu ? "GPU " + std::string(mode_name(*mode)) : std::string("CPU"), human_seconds(write_s),
+               use_gpu ? "GPU " + std::string(mode_name(mode)) : std::string("CPU"), human_seconds(write_s),
                human_seconds(total.seconds()), o.output);
   return 0;
 }

@@ -28,7 +28,7 @@ struct grid_options {
   std::vector<std::string> creation_options;
   bool overwrite{false};
   std::string device{"auto"};
-  std::string mode{"warp"};
+  std::string mode{"auto"};
   std::string csr{"radix_sort"};
   int threads{0};
   int repeat{1};  ///< timed GPU runs after a warm-up (medians reported) when > 1
@@ -45,18 +45,18 @@ struct grid_options {
   std::optional<double> z_max;
   // synthetic input instead of files
   std::string synth;
-  std::uint64_t synth_points{1000000};
-  std::vector<double> synth_extent;
-  std::uint64_t seed{1};
+  synth_params synthetic;
 };
 
 /// Adds the reader and filter options shared by `grid` and `info`.
 void add_input_options(CLI::App& cmd, grid_options& o);
 /// Builds the filter stage from the parsed options (throws error_kind::usage on bad values).
 [[nodiscard]] filter_options make_filter(grid_options const& o);
-/// Opens the inputs named by the options (files, directories, globs or --synth).
+/// Opens the inputs named by the options (files, directories, globs or --synth). A synthetic
+/// skewed cloud ranks cells of `cell_size_hint` (the grid's resolution) unless --cell-size is given.
 [[nodiscard]] std::vector<std::unique_ptr<point_source>> open_inputs(grid_options const& o,
-                                                                      std::vector<std::string>& paths);
+                                                                      std::vector<std::string>& paths,
+                                                                      std::optional<double> cell_size_hint = {});
 
 CLI::App* add_grid_command(CLI::App& app, grid_options& o);
 int run_grid(grid_options const& o);

@@ -144,6 +144,53 @@ std::unique_ptr<point_source> open_input(std::string const& path, input_options 
   throw error(error_kind::internal, path + ": no reader chosen");
 }
 
+synth_kind parse_synth_kind_option(std::string const& name, std::string const& option)
+{
+  auto const kind = parse_synth_kind(name);
+  expects(kind.has_value(), error_kind::usage,
+          option + ": unknown synthetic kind '" + name + "' (expected one of " + synth_kind_list() + ")");
+  return *kind;
+}
+
+synth_options make_synth_options(synth_kind kind, synth_params const& p, std::optional<double> cell_size_hint,
+                                  std::string const& extent_option)
+{
+  synth_options s;
+  s.kind = kind;
+  s.seed = p.seed;
+  s.zipf_s = p.zipf_s;
+  s.hotspots = p.hotspots;
+  s.cell_size = p.cell_size ? *p.cell_size : cell_size_hint ? *cell_size_hint : 1.0;
+  expects(std::isfinite(s.cell_size) && s.cell_size > 0.0, error_kind::usage,
+          "--cell-size: " + std::to_string(s.cell_size) + " is not a positive cell size");
+  bool const has_extent = !p.extent.empty();
+  expects(!(has_extent && p.density && p.points), error_kind::usage,
+          "--points, " + extent_option + " and --density: give at most two (any two give the third)");
+  if (has_extent) {
+    expects(p.extent.size() == 4, error_kind::usage, extent_option + " takes XMIN YMIN XMAX YMAX");
+    s.xmin = p.extent[0];
+    s.ymin = p.extent[1];
+    s.xmax = p.extent[2];
+    s.ymax = p.extent[3];
+    expects(std::isfinite(s.xmin) && std::isfinite(s.ymin) && std::isfinite(s.xmax) && std::isfinite(s.ymax) &&
+              s.xmin < s.xmax && s.ymin < s.ymax,
+            error_kind::usage, extent_option + ": the extent must be finite with XMIN < XMAX and YMIN < YMAX");
+    if (p.density) {
+      expects(std::isfinite(*p.density) && *p.density > 0.0, error_kind::usage,
+              "--density: " + std::to_string(*p.density) + " is not a positive number of points per square unit");
+      double const n = std::round(*p.density * (s.xmax - s.xmin) * (s.ymax - s.ymin));
+      expects(n < 0x1.0p62, error_kind::usage, "--density: too many points for " + extent_option);
+      s.points = static_cast<std::uint64_t>(n);
+    } else {
+      s.points = p.points.value_or(1000000);
+    }
+  } else {
+    s.points = p.points.value_or(1000000);
+    set_extent_from_density(s, p.density.value_or(default_points_per_cell(kind) / (s.cell_size * s.cell_size)));
+  }
+  return s;
+}
+
 loaded_points load_points(std::vector<std::unique_ptr<point_source>>& sources, filter_options const& filter,
                           std::size_t chunk_points, bool show_progress)
 {

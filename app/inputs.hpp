@@ -7,6 +7,7 @@
 #include "heightgrid/core/point_source.hpp"
 #include "heightgrid/core/synthetic.hpp"
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -38,6 +39,28 @@ struct input_options {
 /// Opens one input with the reader its format calls for (LAS by extension or "LASF" signature,
 /// XYZ/CSV text by extension, else GDAL raster, else GDAL vector).
 [[nodiscard]] std::unique_ptr<point_source> open_input(std::string const& path, input_options const& options);
+
+/// The shape options of a synthetic cloud, as given on the command line (`--points`, the extent,
+/// `--density`, `--cell-size`, `--zipf-s`, `--hotspots`, `--seed`).
+struct synth_params {
+  std::optional<std::uint64_t> points;  ///< default 10^6 unless the extent and density give it
+  std::vector<double> extent;           ///< XMIN YMIN XMAX YMAX, or empty
+  std::optional<double> density;        ///< points per square unit
+  std::optional<double> cell_size;      ///< skewed: the cells the Zipf law ranks
+  double zipf_s{0.6};
+  int hotspots{8};
+  std::uint64_t seed{1};
+};
+
+/// Parses a synthetic kind; throws error_kind::usage naming `option` and the known kinds.
+[[nodiscard]] synth_kind parse_synth_kind_option(std::string const& name, std::string const& option);
+
+/// The synthetic cloud the options describe. Any two of points, extent and density give the
+/// third; with neither extent nor density the kind's default points per cell is used (a square
+/// extent at the origin). The skewed kind's cell size is --cell-size, else `cell_size_hint` (the grid's
+/// resolution, when the caller knows it), else 1. Throws error_kind::usage on bad values.
+[[nodiscard]] synth_options make_synth_options(synth_kind kind, synth_params const& p,
+                                               std::optional<double> cell_size_hint, std::string const& extent_option);
 
 /// All points of all inputs after filtering, with what the reader stage learnt on the way.
 struct loaded_points {

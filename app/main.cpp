@@ -1,8 +1,11 @@
 // heightgrid: grid point clouds into GeoTIFFs of per-cell height statistics, on the GPU or CPU.
 // main decides what is said (spdlog on stderr) and maps errors to exit codes.
 
+#include "bench_reduce_command.hpp"
+#include "compare_command.hpp"
 #include "grid_command.hpp"
 #include "info_command.hpp"
+#include "synth_command.hpp"
 
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/io/gdal_env.hpp"
@@ -13,6 +16,7 @@
 
 #include <exception>
 #include <new>
+#include <string>
 
 namespace {
 
@@ -51,6 +55,14 @@ int main(int argc, char** argv)
   app::info_options info;
   auto* grid_cmd = app::add_grid_command(app, grid);
   auto* info_cmd = app::add_info_command(app, info);
+  app::synth_command_options synth;
+  app::compare_options compare;
+  auto* synth_cmd = app::add_synth_command(app, synth);
+  auto* compare_cmd = app::add_compare_command(app, compare);
+  for (int i = 0; i < argc; ++i) { compare.command_line += (i == 0 ? "" : " ") + std::string(argv[i]); }
+  app::bench_reduce_options bench_reduce;
+  auto* bench_reduce_cmd = app::add_bench_reduce_command(app, bench_reduce);
+  for (int i = 0; i < argc; ++i) { bench_reduce.command_line += (i == 0 ? "" : " ") + std::string(argv[i]); }
 
   try {
     app.parse(argc, argv);
@@ -69,6 +81,9 @@ int main(int argc, char** argv)
   try {
     if (grid_cmd->parsed()) { return app::run_grid(grid); }
     if (info_cmd->parsed()) { return app::run_info(info); }
+    if (synth_cmd->parsed()) { return app::run_synth(synth); }
+    if (compare_cmd->parsed()) { return app::run_compare(compare); }
+    if (bench_reduce_cmd->parsed()) { return app::run_bench_reduce(bench_reduce); }
   } catch (error const& e) {
     spdlog::error("{}", e.what());
     return exit_code(e.kind());

@@ -39,7 +39,7 @@ if [[ $part == equal || $part == all ]]; then
     common=(--res "$res" --metrics range,min,max,count -q --overwrite)
     heightgrid grid "${src[@]}" -o "$work/cpu.tif" --device cpu "${common[@]}" || { echo "FAIL cpu $name"; fails=$((fails+1)); continue; }
     line="$name:"
-    for m in thread warp cub; do for c in radix_sort counting; do
+    for m in thread warp cub hybrid atomic; do for c in radix_sort counting; do
       heightgrid grid "${src[@]}" -o "$work/gpu.tif" --device gpu --mode $m --csr $c "${common[@]}" \
         && cmp -s "$work/cpu.tif" "$work/gpu.tif" && line+=" $m/$c=same" || { line+=" $m/$c=DIFFERENT"; fails=$((fails+1)); }
     done; done
@@ -51,7 +51,7 @@ fi
 if [[ $part == bench || $part == all ]]; then
   for spec in "100000000:3162:1" "1000000000:10000:1"; do
     IFS=: read -r n side res <<< "$spec"
-    for m in thread warp cub; do for c in radix_sort counting; do
+    for m in thread warp cub hybrid atomic; do for c in radix_sort counting; do
       step "grid --synth uniform --points $n (extent $side m, --res $res) --mode $m --csr $c --repeat 5"
       heightgrid grid --synth uniform --points "$n" --synth-extent 0 0 "$side" "$side" --res "$res" \
         -o "$work/b.tif" --overwrite --device gpu --mode $m --csr $c --repeat 5 -v --co COMPRESS=NONE 2>&1 \

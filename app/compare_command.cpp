@@ -1,0 +1,602 @@
+#include "compare_command.hpp"
+
+#include "bandwidth.hpp"
+#include "compare_plot.hpp"
+#include "output_file.hpp"
+#include "report.hpp"
+#include "synth_command.hpp"
+
+#include "heightgrid/core/binning.hpp"
+#include "heightgrid/core/cell_stats.hpp"
+#include "heightgrid/core/error.hpp"
+#include "heightgrid/core/grid_spec.hpp"
+#include "heightgrid/core/result_compare.hpp"
+#include "heightgrid/kernels/device_csr.hpp"
+#include "heightgrid/kernels/gpu.hpp"
+#include "heightgrid/kernels/grid_gpu.hpp"
+#include "heightgrid/kernels/reduce_mode.hpp"
+
+#include <nlohmann/json.hpp>
+#include <omp.h>
+#include <spdlog/fmt/fmt.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <optional>
+#include <utility>
+#include <sstream>
+
+namespace heightgrid::app {
+namespace {
+
+using json = nlohmann::ordered_json;
+
+constexpr char const* cpu_mode_name = "cpu";
+
+/// One entry of --modes: a GPU reduce mode, or the CPU backend (gpu empty).
+struct mode_entry {
+  std::string name;
+  std::optional<reduce_mode> gpu;
+};
+
+/// A mode listed but not run, and why.
+struct skipped_mode {
+  std::string name;
+  std::string reason;
+};
+
+std::string known_modes()
+{
+  std::string s;
+  for (auto m : all_modes()) { s += std::string(mode_name(m)) + ", "; }
+  return s + cpu_mode_name;
+}
+
+/// "thread,warp,cpu" -> the modes in that order. Empty: every GPU mode, then cpu.
+std::vector<mode_entry> parse_modes(std::string const& list)
+{
+  std::vector<mode_entry> out;
+  if (list.empty()) {
+    for (auto m : all_modes()) { out.push_back({std::string(mode_name(m)), m}); }
+    out.push_back({cpu_mode_name, std::nullopt});
+    return out;
+  }
+  std::istringstream items(list);
+  std::string item;
+  while (std::getline(items, item, ',')) {
+    item.erase(0, item.find_first_not_of(' '));
+    item.erase(item.find_last_not_of(' ') + 1);
+    expects(!item.empty(), error_kind::usage, "--modes: empty mode name in '" + list + "'");
+    mode_entry c{item, std::nullopt};
+    if (item != cpu_mode_name) {
+      auto const m = parse_mode(item);
+      expects(m.has_value(), error_kind::usage,
+              "--modes: unknown mode '" + item + "' (expected a comma list of " + known_modes() + ")");
+      c.gpu = *m;
+    }
+    expects(std::none_of(out.begin(), out.end(), [&](mode_entry const& o) { return o.name == item; }),
+            error_kind::usage, "--modes: '" + item + "' is listed twice");
+    out.push_back(c);
+  }
+  expects(!out.empty(), error_kind::usage, "--modes: no mode given");
+  return out;
+}
+
+double median(std::vector<double> v)
+{
+  std::sort(v.begin(), v.end());
+  auto const n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/// The timed runs of one mode and what follows from them.
+struct mode_result {
+  std::string name;
+  bool gpu{false};
+  bool uses_csr{true};     ///< false for a mode that reduces the points (atomic): timed in grid_points_gpu
+  double bytes{0.0};       ///< the fewest bytes it must move
+  std::vector<double> ms;  ///< every timed run: CUDA events (GPU) or wall clock (cpu)
+  double median_ms{0.0}, min_ms{0.0}, max_ms{0.0};
+  double gbps{0.0};
+  std::optional<double> percent_of_read_bw;  ///< GPU modes only
+  std::optional<double> speedup_vs_thread;   ///< when thread ran
+  std::optional<double> d2h_ms;              ///< GPU: download of the bands after the last run
+};
+
+/// Phases timed once (milliseconds); absent where the path did not run them.
+struct phase_times {
+  double read_ms{0.0};  ///< read (or generate) and filter the points, on the host
+  std::optional<double> h2d_ms, cell_ids_ms, csr_ms;  ///< device_csr::from_points
+  std::optional<double> csr_cpu_ms;                   ///< bin_points_cpu, without a GPU
+  std::optional<double> d2h_csr_ms;                   ///< device CSR -> host (statistics, cpu mode)
+  std::optional<double> d2h_bands_ms;                 ///< first GPU mode's bands -> host
+  double stats_ms{0.0};                               ///< describe_cell_counts
+};
+
+std::string bin_label(std::size_t k)
+{
+  auto const lo = histogram_bin_low(k), hi = histogram_bin_high(k);
+  return lo == hi ? with_commas(lo) : with_commas(lo) + "-" + with_commas(hi);
+}
+
+std::string imbalance_text(cell_count_stats const& s, grid_spec const& grid)
+{
+  auto const pct = [](double part, double whole) { return whole > 0.0 ? 100.0 * part / whole : 0.0; };
+  std::string t;
+  t += fmt::format("points per cell, grid {} x {} = {} cells of {} x {}:\n", grid.cols, grid.rows,
+                   with_commas(s.cells), grid.xres, grid.yres);
+  t += fmt::format("  points {}, non-empty cells {} ({:.1f} %)\n", with_commas(s.points), with_commas(s.non_empty_cells),
+                   pct(static_cast<double>(s.non_empty_cells), static_cast<double>(s.cells)));
+  t += fmt::format("  mean {:.2f} (over non-empty cells {:.2f}), max {}\n", s.mean, s.mean_non_empty,
+                   with_commas(s.max_count));
+  t += fmt::format("  percentiles: p50 {}, p90 {}, p99 {}, p99.9 {}\n", with_commas(s.p50), with_commas(s.p90),
+                   with_commas(s.p99), with_commas(s.p999));
+  t += fmt::format("  coefficient of variation {:.3f}, Gini {:.3f}\n", s.cv, s.gini);
+  t += fmt::format("  predicted lane efficiency of one thread per cell: {:.1f} % "
+                   "(points / sum over warps of 32 x the warp's largest cell)\n",
+                   100.0 * s.thread_lane_efficiency);
+  t += "  histogram (log2 bins):\n";
+  t += fmt::format("    {:>15}  {:>15}  {:>7}\n", "points in cell", "cells", "share");
+  for (std::size_t k = 0; k < s.histogram.size(); ++k) {
+    double const share = pct(static_cast<double>(s.histogram[k]), static_cast<double>(s.cells));
+    t += fmt::format("    {:>15}  {:>15}  {:>6.2f} %  {}\n", bin_label(k), with_commas(s.histogram[k]), share,
+                     std::string(static_cast<std::size_t>(std::lround(share * 0.4)), '#'));
+  }
+  return t;
+}
+
+std::string phases_text(phase_times const& p, std::string const& csr_name)
+{
+  std::vector<std::string> parts;
+  auto const add = [&](char const* what, std::optional<double> ms) {
+    if (ms) { parts.push_back(fmt::format("{} {:.2f} ms", what, *ms)); }
+  };
+  parts.push_back(fmt::format("read/generate + filter {:.1f} ms (host)", p.read_ms));
+  add("H2D", p.h2d_ms);
+  add("cell ids", p.cell_ids_ms);
+  if (p.csr_ms) { parts.push_back(fmt::format("CSR build ({}) {:.2f} ms", csr_name, *p.csr_ms)); }
+  if (p.csr_cpu_ms) { parts.push_back(fmt::format("CSR build (CPU) {:.2f} ms", *p.csr_cpu_ms)); }
+  add("D2H CSR", p.d2h_csr_ms);
+  add("D2H bands", p.d2h_bands_ms);
+  std::string t = "phases, timed once:";
+  for (std::size_t i = 0; i < parts.size(); ++i) { t += (i == 0 ? " " : ", ") + parts[i]; }
+  return t + "\n";
+}
+
+std::string table_text(std::vector<mode_result> const& modes)
+{
+  std::string t = fmt::format("{:<8} {:>5} {:>11} {:>11} {:>11} {:>9} {:>10} {:>10}\n", "mode", "runs", "median ms",
+                              "min ms", "max ms", "GB/s", "% read BW", "vs thread");
+  for (auto const& m : modes) {
+    t += fmt::format("{:<8} {:>5} {:>11.4f} {:>11.4f} {:>11.4f} {:>9.1f} {:>10} {:>10}\n", m.name, m.ms.size(),
+                     m.median_ms, m.min_ms, m.max_ms, m.gbps,
+                     m.percent_of_read_bw ? fmt::format("{:.1f} %", *m.percent_of_read_bw) : std::string("-"),
+                     m.speedup_vs_thread ? fmt::format("{:.2f}x", *m.speedup_vs_thread) : std::string("-"));
+  }
+  return t;
+}
+
+json stats_json(cell_count_stats const& s)
+{
+  json j;
+  j["cells"] = s.cells;
+  j["non_empty_cells"] = s.non_empty_cells;
+  j["points"] = s.points;
+  j["mean"] = s.mean;
+  j["mean_non_empty"] = s.mean_non_empty;
+  j["max"] = s.max_count;
+  j["p50"] = s.p50;
+  j["p90"] = s.p90;
+  j["p99"] = s.p99;
+  j["p99_9"] = s.p999;
+  j["cv"] = s.cv;
+  j["gini"] = s.gini;
+  j["thread_lane_efficiency"] = s.thread_lane_efficiency;
+  return j;
+}
+
+json optional_json(std::optional<double> v) { return v ? json(*v) : json(nullptr); }
+
+std::string plot_title(std::string const& input, std::uint64_t points, std::uint64_t cols, std::uint64_t rows,
+                       double res, std::string const& device)
+{
+  return fmt::format("heightgrid compare: {}, {} points, {} x {} cells of {}; {}", input, with_commas(points), cols,
+                     rows, res, device);
+}
+
+/// --replot: the plot of an earlier run, from its --json (e.g. a GPU machine without gnuplot).
+int replot(compare_options const& o)
+{
+  expects(!o.plot.empty(), error_kind::usage, "--replot draws --plot FILE.png from a --json file: give --plot");
+  check_output_file(o.plot, o.overwrite, "--plot");
+  std::ifstream in(o.replot);
+  expects(static_cast<bool>(in), error_kind::input, o.replot + ": cannot open for reading");
+  json j;
+  try {
+    j = json::parse(in);
+    std::vector<plotted_mode> modes;
+    for (auto const& m : j.at("modes")) {
+      modes.push_back({m.at("mode").get<std::string>(), m.at("median_ms").get<double>(), m.at("min_ms").get<double>(),
+                       m.at("max_ms").get<double>()});
+    }
+    cell_count_stats stats;
+    for (auto const& bin : j.at("histogram")) { stats.histogram.push_back(bin.at("cells").get<std::uint64_t>()); }
+    std::string input;
+    for (auto const& src : j.at("input").at("sources")) {
+      input += (input.empty() ? "" : ", ") +
+               src.at(j.at("input").contains("synthetic") ? "format" : "path").get<std::string>();
+    }
+    auto const& g = j.at("grid");
+    auto const& d = j.at("device");
+    std::string const title =
+      plot_title(input, g.at("points_binned").get<std::uint64_t>(), g.at("cols").get<std::uint64_t>(),
+                 g.at("rows").get<std::uint64_t>(), g.at("xres").get<double>(),
+                 d.at("available").get<bool>() ? d.at("name").get<std::string>() : std::string("CPU only"));
+    if (plot_compare(o.plot, title, modes, stats, j.at("repeat").get<int>())) { spdlog::info("wrote {}", o.plot); }
+  } catch (json::exception const& e) {
+    throw error(error_kind::input, o.replot + ": not a compare --json file: " + e.what());
+  }
+  return 0;
+}
+
+}  // namespace
+
+CLI::App* add_compare_command(CLI::App& app, compare_options& o)
+{
+  auto* cmd = app.add_subcommand(
+    "compare", "Reduce one input's grid with every mode (GPU modes and the CPU), check that they agree, and "
+               "time them next to the input's points-per-cell imbalance");
+  cmd->add_option("inputs", o.input.inputs, "Input files, directories or globs (or use --synth KIND)");
+  auto* res = cmd->add_option("--res", o.res, "Square cell size, in CRS units")->expected(1);
+  auto* tr = cmd->add_option("--tr", o.tr, "Cell size XRES YRES")->expected(2);
+  res->excludes(tr);
+  cmd->add_option("--te", o.te, "Grid extent XMIN YMIN XMAX YMAX; points outside are dropped")->expected(4);
+  cmd->add_option("--metrics", o.metrics, "Bands every mode computes: range,min,max,count,mean,stddev")
+    ->default_val("range");
+  cmd->add_option("--modes", o.modes,
+                  "Comma list of modes to run, the first being the reference the others must match "
+                  "(default: every GPU mode, then cpu: " +
+                    known_modes() + ")");
+  cmd->add_option("--repeat", o.repeat, "Timed runs per mode, after one warm-up run")->default_val(10);
+  cmd->add_option("--csr", o.csr, "How the GPU builds the CSR: radix_sort or counting")
+    ->default_val(std::string(csr_method_name(default_csr_method)));
+  cmd->add_option("--json", o.json, "Also write everything measured to this JSON file");
+  cmd->add_option("--plot", o.plot, "Also draw the time per mode and the points-per-cell histogram to this PNG (gnuplot)");
+  cmd->add_flag("--overwrite", o.overwrite, "Replace existing --json / --plot files");
+  cmd->add_option("--replot", o.replot,
+                  "Run nothing: draw --plot from the --json of an earlier run (e.g. one on a machine without gnuplot)");
+  cmd->add_option("--threads", o.threads, "CPU threads (default: all cores)");
+  add_input_options(*cmd, o.input);
+  cmd->footer(synth_kinds_help() + R"(
+
+GPU modes are timed with CUDA events (kernel_ms: all of a mode's work), cpu with the wall clock.
+GB/s = the fewest bytes a reduce must move (8-byte offsets and z read once, 4 bytes per cell per
+band written once) / median time; "% read BW" compares it with a streaming read measured on the
+same device in the same run. Without a usable GPU only cpu runs (and the skip is reported).
+
+Examples:
+  heightgrid compare --synth skewed --points 100000000 --res 1 --repeat 10 --json skewed.json --plot skewed.png
+  heightgrid compare --synth lidar --points 10000000 --res 1 --modes thread,warp,cpu --metrics range,count
+  heightgrid compare tile.las --res 0.5 --modes cpu --repeat 3
+  heightgrid compare --replot skewed.json --plot skewed.png)");
+  return cmd;
+}
+
+int run_compare(compare_options const& o)
+{
+  if (!o.replot.empty()) { return replot(o); }
+  // --- every option, checked together before any work
+  expects(!o.res.empty() || !o.tr.empty(), error_kind::usage, "give the cell size with --res R or --tr XRES YRES");
+  double const xres = o.tr.empty() ? o.res.front() : o.tr[0];
+  double const yres = o.tr.empty() ? o.res.front() : o.tr[1];
+  expects(std::isfinite(xres) && std::isfinite(yres) && xres > 0.0 && yres > 0.0, error_kind::usage,
+          "invalid resolution " + std::to_string(xres) + " x " + std::to_string(yres) +
+            ": the cell size must be finite and > 0");
+  auto const metrics = parse_metric_list(o.metrics);
+  auto const request = metric_request::from(metrics);
+  auto const filter = make_filter(o.input);
+  auto const modes = parse_modes(o.modes);
+  expects(o.repeat >= 1, error_kind::usage, "--repeat must be >= 1");
+  auto const csr = parse_csr_method(o.csr.empty() ? std::string(csr_method_name(default_csr_method)) : o.csr);
+  expects(csr.has_value(), error_kind::usage, "--csr: '" + o.csr + "' is not counting or radix_sort");
+  expects(o.threads >= 0, error_kind::usage, "--threads must be >= 0");
+  if (o.threads > 0) { omp_set_num_threads(o.threads); }
+  std::optional<grid_spec> fixed_grid;
+  if (!o.te.empty()) { fixed_grid = grid_from_extent(o.te[0], o.te[1], o.te[2], o.te[3], xres, yres); }
+  expects(o.json.empty() || o.json != o.plot, error_kind::usage, "--json and --plot name the same file");
+  if (!o.json.empty()) { check_output_file(o.json, o.overwrite, "--json"); }
+  if (!o.plot.empty()) { check_output_file(o.plot, o.overwrite, "--plot"); }
+  std::optional<double> const cell_hint = xres == yres ? std::optional<double>(xres) : std::nullopt;
+  std::optional<synth_options> synth;
+  if (!o.input.synth.empty()) {
+    synth = make_synth_options(parse_synth_kind_option(o.input.synth, "--synth"), o.input.synthetic, cell_hint,
+                               "--synth-extent");
+  }
+
+  // --- which modes can run here
+  std::string why_not;
+  bool const wants_gpu = std::any_of(modes.begin(), modes.end(), [](mode_entry const& m) { return m.gpu.has_value(); });
+  bool const use_gpu = wants_gpu && gpu_available(&why_not);
+  std::vector<mode_entry> runnable;
+  std::vector<skipped_mode> skipped;
+  std::string no_gpu_list;
+  for (auto const& m : modes) {
+    if (m.gpu && !mode_supports(*m.gpu, request)) {
+      // A mode named on purpose must do what was asked; one from the default list steps aside.
+      expects(o.modes.empty(), error_kind::usage,
+              "--modes " + m.name + " cannot produce every band of --metrics " + o.metrics);
+      skipped.push_back({m.name, "cannot produce every band of --metrics " + o.metrics});
+    } else if (m.gpu && !use_gpu) {
+      skipped.push_back({m.name, "no usable GPU: " + why_not});
+      no_gpu_list += (no_gpu_list.empty() ? "" : ",") + m.name;
+    } else {
+      runnable.push_back(m);
+    }
+  }
+  if (!no_gpu_list.empty()) { spdlog::warn("GPU modes {} skipped: no usable GPU ({})", no_gpu_list, why_not); }
+  expects(!runnable.empty(), error_kind::device,
+          "--modes " + o.modes + ": no mode can run without a usable GPU (" + why_not + "); add cpu");
+  bool const needs_points = std::any_of(runnable.begin(), runnable.end(), [](mode_entry const& m) {
+    return m.gpu && !mode_reduces_csr(*m.gpu);
+  });
+
+  // --- read + filter
+  std::vector<std::string> paths;
+  auto sources = open_inputs(o.input, paths, cell_hint);
+  phase_times phases;
+  stopwatch read_clock;
+  auto loaded = load_points(sources, filter, o.input.input.chunk_points, stderr_is_terminal());
+  sources.clear();
+  phases.read_ms = read_clock.seconds() * 1e3;
+  if (loaded.filtered.non_finite > 0) {
+    spdlog::warn("skipped {} points with NaN or infinite coordinates", with_commas(loaded.filtered.non_finite));
+  }
+  expects(!loaded.points.empty() || fixed_grid.has_value(), error_kind::input,
+          (paths.empty() ? std::string("input") : paths.front()) + ": no points left to compare on");
+  grid_spec const grid = fixed_grid ? *fixed_grid : grid_from_bounds(loaded.extent, xres, yres);
+  std::uint64_t const points_kept = loaded.points.size();
+
+  // --- the CSR, once
+  binning_stats binned;
+  csr_grid host_csr;
+  std::optional<device_csr> dev;
+  if (use_gpu) {
+    gpu_phase_times t;
+    dev.emplace(device_csr::from_points(grid, loaded.points, *csr, binned, t, nullptr));
+    phases.h2d_ms = t.h2d_ms;
+    phases.cell_ids_ms = t.cell_ids_ms;
+    phases.csr_ms = t.csr_ms;
+    if (!needs_points) { loaded.points = point_chunk{}; }
+    stopwatch d2h;
+    host_csr = dev->to_host(nullptr);
+    phases.d2h_csr_ms = d2h.seconds() * 1e3;
+  } else {
+    stopwatch bin_clock;
+    host_csr = bin_points_cpu(grid, loaded.points, binned);
+    phases.csr_cpu_ms = bin_clock.seconds() * 1e3;
+    loaded.points = point_chunk{};  // no GPU: no mode reduces the points themselves
+  }
+  stopwatch stats_clock;
+  auto const stats = describe_cell_counts(host_csr.offsets);
+  phases.stats_ms = stats_clock.seconds() * 1e3;
+  std::optional<read_bandwidth> peak;
+  std::optional<gpu_device_info> device;
+  if (use_gpu) {
+    device = query_device();
+    peak = measure_device_read_bandwidth();
+  }
+  double const bytes = reduce_bytes(grid.num_cells(), binned.points_binned, request);
+  double const point_bytes = point_reduce_bytes(grid.num_cells(), points_kept, request);
+  float const nodata = default_nodata;
+
+  // --- every mode: a warm-up, then the timed runs; bands checked against the first mode's
+  std::vector<mode_result> results;
+  std::optional<cell_results> reference;
+  std::string mismatch;
+  for (auto const& m : runnable) {
+    mode_result r;
+    r.name = m.name;
+    r.gpu = m.gpu.has_value();
+    r.uses_csr = !m.gpu || mode_reduces_csr(*m.gpu);
+    r.bytes = r.uses_csr ? bytes : point_bytes;
+    cell_results bands;
+    if (m.gpu && !r.uses_csr) {
+      // No CSR to reuse: the whole device pipeline runs each time (points uploaded again), and
+      // its reduce phase is what is timed.
+      (void)grid_points_gpu(grid, loaded.points, request, nodata, *m.gpu, *csr, nullptr);
+      for (int k = 0; k < o.repeat; ++k) {
+        auto run = grid_points_gpu(grid, loaded.points, request, nodata, *m.gpu, *csr, nullptr);
+        r.ms.push_back(run.times.reduce_ms);
+        r.d2h_ms = run.times.d2h_ms;
+        if (k + 1 == o.repeat) { bands = std::move(run.results); }
+      }
+    } else if (m.gpu) {
+      (void)reduce(*dev, request, nodata, *m.gpu, nullptr).kernel_ms();
+      std::optional<device_cell_results> last;
+      for (int k = 0; k < o.repeat; ++k) {
+        last.reset();  // free the previous run's bands before the next allocates its own
+        last.emplace(reduce(*dev, request, nodata, *m.gpu, nullptr));
+        r.ms.push_back(last->kernel_ms());
+      }
+      stopwatch d2h;
+      bands = last->to_host(nullptr);
+      r.d2h_ms = d2h.seconds() * 1e3;
+    } else {
+      (void)reduce_cells_cpu(host_csr, request, nodata);
+      for (int k = 0; k < o.repeat; ++k) {
+        stopwatch run;
+        bands = reduce_cells_cpu(host_csr, request, nodata);
+        r.ms.push_back(run.seconds() * 1e3);
+      }
+    }
+    if (r.d2h_ms && !phases.d2h_bands_ms) { phases.d2h_bands_ms = r.d2h_ms; }
+    r.median_ms = median(r.ms);
+    r.min_ms = *std::min_element(r.ms.begin(), r.ms.end());
+    r.max_ms = *std::max_element(r.ms.begin(), r.ms.end());
+    r.gbps = gigabytes_per_second(r.bytes, r.median_ms);
+    if (r.gpu && peak && peak->gbps > 0.0) { r.percent_of_read_bw = 100.0 * r.gbps / peak->gbps; }
+    spdlog::debug("{}: median {:.4f} ms over {} runs", r.name, r.median_ms, r.ms.size());
+    if (!reference) {
+      reference = std::move(bands);
+    } else if (mismatch.empty()) {
+      if (auto d = first_difference(*reference, bands, request)) {
+        std::uint64_t const row = d->cell / grid.cols, col = d->cell % grid.cols;
+        mismatch = "modes " + runnable.front().name + " and " + m.name + " differ: " + d->describe() + " (row " +
+                   std::to_string(row) + ", col " + std::to_string(col) + "; " + runnable.front().name + " first)";
+      }
+    }
+    results.push_back(std::move(r));
+  }
+  auto const thread = std::find_if(results.begin(), results.end(), [](mode_result const& r) { return r.name == "thread"; });
+  if (thread != results.end()) {
+    for (auto& r : results) { r.speedup_vs_thread = r.median_ms > 0.0 ? thread->median_ms / r.median_ms : 0.0; }
+  }
+
+  // --- report
+  std::string input_name;  // the generator's description for --synth, else the files
+  for (auto const& s : loaded.sources) { input_name += (input_name.empty() ? "" : ", ") + (synth ? s.format : s.path); }
+  std::string text;
+  text += fmt::format("input: {}: {} points read, {} kept, {} binned, {} outside the grid\n", input_name,
+                      with_commas(loaded.filtered.points_in), with_commas(points_kept), with_commas(binned.points_binned),
+                      with_commas(binned.points_outside));
+  if (device && peak) {
+    text += fmt::format("device: {} ({} SMs, {} memory); read bandwidth {:.1f} GB/s ({} streaming read, median of {})\n",
+                        device->name, device->sm_count, human_bytes(static_cast<double>(device->total_mem)), peak->gbps,
+                        human_bytes(static_cast<double>(peak->probe_bytes)), peak->repeats);
+  } else {
+    text += fmt::format("device: {}; {} CPU threads\n",
+                        wants_gpu ? "no usable GPU (" + why_not + ")" : std::string("no GPU mode in --modes"),
+                        omp_get_max_threads());
+  }
+  text += "\n" + imbalance_text(stats, grid) + "\n";
+  text += phases_text(phases, std::string(csr_method_name(*csr)));
+  text += fmt::format("\nreduce ({}): {} timed runs per mode after a warm-up; at least {} moved per run\n", o.metrics,
+                      o.repeat, human_bytes(bytes));
+  text += table_text(results);
+  std::vector<std::pair<std::string, std::string>> skipped_by_reason;  // (reason, modes), first seen first
+  for (auto const& sk : skipped) {
+    auto it = std::find_if(skipped_by_reason.begin(), skipped_by_reason.end(),
+                           [&](auto const& p) { return p.first == sk.reason; });
+    if (it == skipped_by_reason.end()) {
+      skipped_by_reason.emplace_back(sk.reason, sk.name);
+    } else {
+      it->second += "," + sk.name;
+    }
+  }
+  for (auto const& [reason, names] : skipped_by_reason) { text += "skipped " + names + ": " + reason + "\n"; }
+  for (auto const& r : results) {
+    if (!r.uses_csr) {
+      text += fmt::format("{}: reduces the points, no CSR: timed inside the whole device pipeline (points uploaded "
+                          "every run); GB/s counts x, y, z read once ({})\n",
+                          r.name, human_bytes(r.bytes));
+    }
+  }
+  if (mismatch.empty()) {
+    text += fmt::format("outputs identical across {} mode{} (min/max/range/count bit for bit, mean/stddev within 1 ulp)\n",
+                        results.size(), results.size() == 1 ? "" : "s");
+  } else {
+    text += "OUTPUTS DIFFER: " + mismatch + "\n";
+  }
+  text += "GPU modes: CUDA event time of the whole reduce; cpu: wall clock on " + std::to_string(omp_get_max_threads()) +
+          " threads. GB/s: bytes the reduce must move / median time.\n";
+  std::fputs(text.c_str(), stdout);
+  std::fflush(stdout);
+
+  if (!o.json.empty()) {
+    json j;
+    j["command"] = o.command_line;
+    j["heightgrid_version"] = "0.1.0";
+    json in;
+    json sources = json::array();
+    for (auto const& s : loaded.sources) { sources.push_back({{"path", s.path}, {"format", s.format}}); }
+    in["sources"] = sources;
+    if (synth) {
+      in["synthetic"] = {{"kind", synth_kind_name(synth->kind)},
+                         {"seed", synth->seed},
+                         {"points", synth->points},
+                         {"extent", {synth->xmin, synth->ymin, synth->xmax, synth->ymax}},
+                         {"density", static_cast<double>(synth->points) /
+                                       ((synth->xmax - synth->xmin) * (synth->ymax - synth->ymin))},
+                         {"cell_size", synth->cell_size},
+                         {"zipf_s", synth->zipf_s},
+                         {"hotspots", synth->hotspots}};
+    }
+    auto const& f = loaded.filtered;
+    in["points_read"] = f.points_in;
+    in["points_kept"] = points_kept;
+    in["filtered"] = {{"non_finite", f.non_finite}, {"by_class", f.by_class}, {"withheld", f.withheld},
+                      {"by_return", f.by_return}, {"by_z", f.by_z}};
+    j["input"] = in;
+    j["grid"] = {{"cols", grid.cols},           {"rows", grid.rows},     {"cells", grid.num_cells()},
+                 {"x0", grid.x0},               {"y0", grid.y0},         {"xres", grid.xres},
+                 {"yres", grid.yres},           {"points_binned", binned.points_binned},
+                 {"points_outside", binned.points_outside}};
+    json names = json::array();
+    for (auto const m : metrics) { names.push_back(std::string(metric_name(m))); }
+    j["metrics"] = names;
+    j["repeat"] = o.repeat;
+    j["csr"] = use_gpu ? std::string(csr_method_name(*csr)) : std::string("cpu (bin_points_cpu)");
+    j["cpu_threads"] = omp_get_max_threads();
+    if (device) {
+      j["device"] = {{"available", true},
+                     {"name", device->name},
+                     {"sm_count", device->sm_count},
+                     {"total_mem_bytes", device->total_mem},
+                     {"compute_capability", std::to_string(device->cc_major) + "." + std::to_string(device->cc_minor)},
+                     {"l2_bytes", device->l2_bytes}};
+    } else {
+      j["device"] = {{"available", false}, {"reason", wants_gpu ? why_not : std::string("no GPU mode in --modes")}};
+    }
+    j["read_bandwidth"] = peak ? json{{"gbps", peak->gbps}, {"probe_bytes", peak->probe_bytes}, {"repeats", peak->repeats}}
+                               : json(nullptr);
+    j["phases_ms"] = {{"read_and_filter", phases.read_ms},  {"h2d", optional_json(phases.h2d_ms)},
+                      {"cell_ids", optional_json(phases.cell_ids_ms)}, {"csr_gpu", optional_json(phases.csr_ms)},
+                      {"csr_cpu", optional_json(phases.csr_cpu_ms)},   {"d2h_csr", optional_json(phases.d2h_csr_ms)},
+                      {"d2h_bands", optional_json(phases.d2h_bands_ms)}, {"cell_stats", phases.stats_ms}};
+    j["reduce_bytes"] = bytes;
+    json ms = json::array();
+    for (auto const& r : results) {
+      ms.push_back({{"mode", r.name},
+                    {"backend", r.gpu ? "gpu" : "cpu"},
+                    {"timer", r.gpu ? "cuda_events" : "wall_clock"},
+                    {"uses_csr", r.uses_csr},
+                    {"bytes", r.bytes},
+                    {"median_ms", r.median_ms},
+                    {"min_ms", r.min_ms},
+                    {"max_ms", r.max_ms},
+                    {"times_ms", r.ms},
+                    {"gbps", r.gbps},
+                    {"percent_of_read_bandwidth", optional_json(r.percent_of_read_bw)},
+                    {"speedup_vs_thread", optional_json(r.speedup_vs_thread)},
+                    {"d2h_bands_ms", optional_json(r.d2h_ms)}});
+    }
+    j["modes"] = ms;
+    json sk = json::array();
+    for (auto const& s : skipped) { sk.push_back({{"mode", s.name}, {"reason", s.reason}}); }
+    j["skipped_modes"] = sk;
+    j["identical"] = mismatch.empty();
+    j["mismatch"] = mismatch.empty() ? json(nullptr) : json(mismatch);
+    j["cell_stats"] = stats_json(stats);
+    json hist = json::array();
+    for (std::size_t k = 0; k < stats.histogram.size(); ++k) {
+      hist.push_back({{"low", histogram_bin_low(k)}, {"high", histogram_bin_high(k)}, {"cells", stats.histogram[k]}});
+    }
+    j["histogram"] = hist;
+    write_text_file(o.json, j.dump(2) + "\n");
+    spdlog::info("wrote {}", o.json);
+  }
+  if (!o.plot.empty()) {
+    std::vector<plotted_mode> plotted;
+    for (auto const& r : results) { plotted.push_back({r.name, r.median_ms, r.min_ms, r.max_ms}); }
+    std::string const title = plot_title(input_name, binned.points_binned, grid.cols, grid.rows, grid.xres,
+                                         device ? device->name : std::string("CPU only"));
+    if (plot_compare(o.plot, title, plotted, stats, o.repeat)) { spdlog::info("wrote {}", o.plot); }
+  }
+  expects(mismatch.empty(), error_kind::internal, "compare: " + mismatch);
+  return 0;
+}
+
+}  // namespace heightgrid::app

@@ -1,0 +1,34 @@
+#pragma once
+// `heightgrid compare`: build the CSR of an input once, reduce it with every mode, check that all
+// modes give the same bands, and report their times next to the input's load imbalance.
+
+#include "grid_command.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+namespace heightgrid::app {
+
+struct compare_options {
+  grid_options input;  ///< inputs, reader, filter and --synth options (shared with grid)
+  std::vector<double> res;
+  std::vector<double> tr;
+  std::vector<double> te;
+  std::string metrics{"range"};
+  std::string modes;  ///< comma list; empty: every GPU mode (all_modes()) and cpu
+  int repeat{10};
+  std::string csr;
+  std::string json;
+  std::string plot;
+  bool overwrite{false};
+  int threads{0};
+  std::string replot;        ///< --replot FILE.json: draw --plot from an earlier run's --json, run nothing
+  std::string command_line;  ///< the invocation, recorded in --json (set by main)
+};
+
+CLI::App* add_compare_command(CLI::App& app, compare_options& o);
+int run_compare(compare_options const& o);
+
+}  // namespace heightgrid::app
