@@ -49,6 +49,10 @@ mode_choice choose_mode(metric_request const& request, cell_count_stats const& s
   if (!mode_supports(reduce_mode::atomic, request)) {
     return {reduce_mode::hybrid, "mean/stddev need the CSR, and hybrid is the CSR mode for every distribution"};
   }
+  if (policy::atomic_max_cells == 0) {
+    return {reduce_mode::hybrid, "hybrid handles every distribution; atomic is not picked automatically (it was "
+                                 "slower than thread and hybrid on every input measured)"};
+  }
   if (stats.cells > policy::atomic_max_cells) {
     return {reduce_mode::hybrid, std::to_string(stats.cells) + " cells: atomic's per-cell state would not stay in L2 " +
                                    "(it is picked up to " + std::to_string(policy::atomic_max_cells) + " cells)"};

@@ -67,7 +67,9 @@ struct hybrid_policy {
   static constexpr std::uint64_t lane_max_points = 32;
   static constexpr std::uint64_t warp_max_points = 2048;
   static constexpr std::uint64_t split_chunk_points = 2048;
-  static constexpr std::uint32_t stage_points_per_lane = 16;
+  /// 0: no shared-memory staging. Measured on an H100 (hybrid_sweep --points 1e8, docs/benchmarks.md):
+  /// staging 16 points per lane cost 20-35 % against no staging on every synthetic kind.
+  static constexpr std::uint32_t stage_points_per_lane = 0;
 };
 
 inline hybrid_thresholds hybrid_defaults() noexcept

@@ -45,7 +45,10 @@ struct auto_mode_policy {
   /// `atomic` is picked only while its per-cell state (two 8-byte words, plus a 4-byte count) stays
   /// a fraction of the H100's 50 MiB L2: then its atomics resolve in L2 and it skips the radix sort
   /// of every point. Above it, the atomics of a random point order go to DRAM at sector granularity.
-  static constexpr std::uint64_t atomic_max_cells = std::uint64_t{1} << 20;
+  /// 0: `auto` never picks atomic. On an H100 atomic lost to thread and hybrid on every input
+  /// measured (docs/benchmarks.md: synthetic kinds at 10^8 and 10^9 points, real LAS files);
+  /// raise this only with a measurement where it wins.
+  static constexpr std::uint64_t atomic_max_cells = 0;
   /// ...and only when the cells hold enough points on average for the sort it saves to matter.
   static constexpr double atomic_min_points_per_cell = 4.0;
 };
