@@ -289,12 +289,7 @@ int run_compare(compare_options const& o)
 {
   if (!o.replot.empty()) { return replot(o); }
   // --- every option, checked together before any work
-  expects(!o.res.empty() || !o.tr.empty(), error_kind::usage, "give the cell size with --res R or --tr XRES YRES");
-  double const xres = o.tr.empty() ? o.res.front() : o.tr[0];
-  double const yres = o.tr.empty() ? o.res.front() : o.tr[1];
-  expects(std::isfinite(xres) && std::isfinite(yres) && xres > 0.0 && yres > 0.0, error_kind::usage,
-          "invalid resolution " + std::to_string(xres) + " x " + std::to_string(yres) +
-            ": the cell size must be finite and > 0");
+  auto const [xres, yres] = cell_size(o.res, o.tr);
   auto const metrics = parse_metric_list(o.metrics);
   auto const request = metric_request::from(metrics);
   auto const filter = make_filter(o.input);

@@ -135,6 +135,17 @@ void report_reduce_bandwidth(std::uint64_t cells, std::uint64_t points, metric_r
 
 }  // namespace
 
+std::pair<double, double> cell_size(std::vector<double> const& res, std::vector<double> const& tr)
+{
+  expects(!res.empty() || !tr.empty(), error_kind::usage, "give the cell size with --res R or --tr XRES YRES");
+  double const xres = tr.empty() ? res.front() : tr[0];
+  double const yres = tr.empty() ? res.front() : tr[1];
+  expects(std::isfinite(xres) && std::isfinite(yres) && xres > 0.0 && yres > 0.0, error_kind::usage,
+          "invalid resolution " + std::to_string(xres) + " x " + std::to_string(yres) +
+            ": the cell size must be finite and > 0");
+  return {xres, yres};
+}
+
 void add_input_options(CLI::App& cmd, grid_options& o)
 {
   cmd.add_option("--input-format", o.input_format,
@@ -253,12 +264,7 @@ int run_grid(grid_options const& o)
   stopwatch total;
   // --- every option, checked together before any work
   expects(!o.output.empty(), error_kind::usage, "-o/--output is required");
-  expects(!o.res.empty() || !o.tr.empty(), error_kind::usage, "give the cell size with --res R or --tr XRES YRES");
-  double const xres = o.tr.empty() ? o.res.front() : o.tr[0];
-  double const yres = o.tr.empty() ? o.res.front() : o.tr[1];
-  expects(std::isfinite(xres) && std::isfinite(yres) && xres > 0.0 && yres > 0.0, error_kind::usage,
-          "invalid resolution " + std::to_string(xres) + " x " + std::to_string(yres) +
-            ": the cell size must be finite and > 0");
+  auto const [xres, yres] = cell_size(o.res, o.tr);
   auto const metrics = parse_metric_list(o.metrics);
   auto const request = metric_request::from(metrics);
   float const nodata = parse_nodata(o.nodata);

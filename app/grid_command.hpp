@@ -10,6 +10,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace heightgrid::app {
@@ -47,6 +48,10 @@ struct grid_options {
   std::string synth;
   synth_params synthetic;
 };
+
+/// The cell size from `--res R` or `--tr XRES YRES` (one must be given), checked to be finite and
+/// > 0; throws error_kind::usage otherwise.
+[[nodiscard]] std::pair<double, double> cell_size(std::vector<double> const& res, std::vector<double> const& tr);
 
 /// Adds the reader and filter options shared by `grid` and `info`.
 void add_input_options(CLI::App& cmd, grid_options& o);

@@ -1,5 +1,6 @@
 // End-to-end tests of the heightgrid executable: run it, then read what it wrote with GDAL.
 
+#include "cli_run.hpp"
 #include "test_paths.hpp"
 
 #include "heightgrid/io/las_reader.hpp"
@@ -27,31 +28,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::string exe()
-{
-  char const* p = std::getenv("HEIGHTGRID_EXE");
-  return p ? p : HEIGHTGRID_EXE_DEFAULT;
-}
+using run_result = heightgrid::test::cli_result;
 
-struct run_result {
-  int code{-1};
-  std::string output;  ///< stdout and stderr together
-};
-
-std::string quote(std::string const& s) { return "'" + s + "'"; }
-
-run_result run(std::string const& args)
-{
-  std::string const cmd = quote(exe()) + " " + args + " 2>&1";
-  run_result r;
-  FILE* pipe = ::popen(cmd.c_str(), "r");
-  if (pipe == nullptr) { return r; }
-  std::array<char, 4096> buf{};
-  while (std::fgets(buf.data(), buf.size(), pipe) != nullptr) { r.output += buf.data(); }
-  int const status = ::pclose(pipe);
-  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return r;
-}
+run_result run(std::string const& args) { return heightgrid::test::run_cli(args); }
 
 struct raster {
   int cols{0}, rows{0}, bands{0};
