@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # GPU verification and timings, run on the lent GPU machine from a device pack:
 #   tar xJf .devpack/pack.tar.xz -C /tmp && source /tmp/pack/env.sh && scripts/gpu_check.sh PART
-# PART: tests | sanitize | equal | bench | all. Logs go to $OUT (or /tmp/gpu_out).
+# PART: tests | sanitize | equal | bench | all, or (run alone) ladder | sanitize2 | sweep | compare8 |
+# compare9 (KINDS="skewed clustered" picks the kinds). Logs go to $OUT (or /tmp/gpu_out).
 set -u
 out=${OUT:-/tmp/gpu_out}; mkdir -p "$out"
 extra=/tmp/pack/extra
@@ -61,4 +62,44 @@ if [[ $part == bench || $part == all ]]; then
   step "CPU backend, 10^8 points, $(nproc) threads"
   heightgrid grid --synth uniform --points 100000000 --synth-extent 0 0 3162 3162 --res 1 -o "$work/c.tif" \
     --overwrite --device cpu -v --co COMPRESS=NONE 2>&1 | grep -E 'CPU|points read'
+fi
+
+if [[ $part == ladder ]]; then
+  step "bench-reduce (issue #6)"
+  heightgrid bench-reduce --sizes 17..28 --types int32,float,double --ops sum,max --kernels 1-10 \
+    --repeat 20 --cpu-repeat 1 --accuracy --accuracy-sizes 10..28 --json "$out/bench_reduce.json" --overwrite \
+    > "$out/bench_reduce.txt" 2>&1; echo "rc=$?"; grep -iE 'verdict|meets|MISSES|WRONG' "$out/bench_reduce.txt" | head -20
+fi
+
+if [[ $part == sanitize2 ]]; then
+  step "memcheck: hybrid, atomic, ladder"
+  timeout 200 compute-sanitizer --tool memcheck --report-api-errors no kernels_tests \
+    --gtest_filter='*hybrid*:*Hybrid*:*atomic*:*Atomic*:*Ladder*:-*OutOfMemory*' > "$out/memcheck2.log" 2>&1
+  echo "rc=$?"; grep -E 'ERROR SUMMARY|PASSED|FAILED' "$out/memcheck2.log" | tail -3
+  step "racecheck: hybrid, ladder kernels 5-7"
+  timeout 150 compute-sanitizer --tool racecheck --report-api-errors no kernels_tests \
+    --gtest_filter='*Hybrid*:AllModes/ReduceMode.*/hybrid:*Ladder.Matches*/k5_*:*Ladder.Matches*/k6_*:*Ladder.Matches*/k7_*' \
+    > "$out/racecheck2.log" 2>&1
+  echo "rc=$?"; grep -E 'RACECHECK SUMMARY|PASSED|FAILED' "$out/racecheck2.log" | tail -3
+fi
+
+if [[ $part == sweep ]]; then
+  step "hybrid threshold sweep, 10^8"
+  hybrid_sweep --points 1e8 > "$out/sweep_1e8.md" 2>&1; echo "rc=$?"; tail -30 "$out/sweep_1e8.md"
+fi
+
+if [[ $part == compare8 ]]; then
+  for k in uniform lidar skewed clustered; do
+    step "compare --synth $k --points 1e8"
+    heightgrid compare --synth $k --points 100000000 --res 1 --repeat 10 --json "$out/cmp_${k}_1e8.json" --overwrite \
+      > "$out/cmp_${k}_1e8.txt" 2>&1; echo "rc=$?"; grep -E '^(thread|warp|cub|hybrid|atomic|cpu) |identical|DIFFER' "$out/cmp_${k}_1e8.txt"
+  done
+fi
+
+if [[ $part == compare9 ]]; then
+  for k in ${KINDS:-uniform lidar}; do
+    step "compare --synth $k --points 1e9"
+    heightgrid compare --synth $k --points 1000000000 --res 1 --repeat 5 --json "$out/cmp_${k}_1e9.json" --overwrite \
+      > "$out/cmp_${k}_1e9.txt" 2>&1; echo "rc=$?"; grep -E '^(thread|warp|cub|hybrid|atomic|cpu) |identical|DIFFER' "$out/cmp_${k}_1e9.txt"
+  done
 fi
