@@ -4,6 +4,7 @@
 
 #include "heightgrid/core/binning.hpp"
 #include "heightgrid/core/metrics.hpp"
+#include "heightgrid/core/result_compare.hpp"
 #include "heightgrid/kernels/gpu.hpp"
 #include "heightgrid/kernels/reduce_mode.hpp"
 
@@ -74,20 +75,9 @@ inline std::uint32_t bits_of(float f)
   return u;
 }
 
-/// Distance in units in the last place: 0 for identical bit patterns (NaNs included) and for +0/-0;
-/// the maximum for a NaN against anything but the same NaN.
-inline std::uint64_t ulp_distance(float a, float b)
-{
-  if (bits_of(a) == bits_of(b)) { return 0; }
-  if (std::isnan(a) || std::isnan(b)) { return std::numeric_limits<std::uint64_t>::max(); }
-  auto const ordered = [](float f) {
-    auto const u = bits_of(f);
-    // Sign-magnitude to a monotonic integer line: negative floats count down from 0.
-    return (u & 0x80000000U) != 0 ? -static_cast<std::int64_t>(u & 0x7fffffffU) : static_cast<std::int64_t>(u);
-  };
-  auto const d = ordered(a) - ordered(b);
-  return static_cast<std::uint64_t>(d < 0 ? -d : d);
-}
+/// The ulp distance the app's `compare` uses (core/result_compare.hpp), so tests and the tool
+/// judge "within 1 ulp" the same way.
+using heightgrid::ulp_distance;
 
 namespace detail {
 
