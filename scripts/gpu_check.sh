@@ -2,7 +2,7 @@
 # GPU verification and timings, run on the lent GPU machine from a device pack:
 #   tar xJf .devpack/pack.tar.xz -C /tmp && source /tmp/pack/env.sh && scripts/gpu_check.sh PART
 # PART: tests | sanitize | equal | bench | all, or (run alone) ladder | sanitize2 | sweep | compare8 |
-# compare9 (KINDS="skewed clustered" picks the kinds). Logs go to $OUT (or /tmp/gpu_out).
+# compare9 (KINDS="skewed clustered" picks the kinds) | torch | pipeline. Logs go to $OUT (or /tmp/gpu_out).
 set -u
 out=${OUT:-/tmp/gpu_out}; mkdir -p "$out"
 extra=/tmp/pack/extra
@@ -101,5 +101,19 @@ if [[ $part == compare9 ]]; then
     step "compare --synth $k --points 1e9"
     heightgrid compare --synth $k --points 1000000000 --res 1 --repeat 5 --json "$out/cmp_${k}_1e9.json" --overwrite \
       > "$out/cmp_${k}_1e9.txt" 2>&1; echo "rc=$?"; grep -E '^(thread|warp|cub|hybrid|atomic|cpu) |identical|DIFFER' "$out/cmp_${k}_1e9.txt"
+  done
+fi
+
+if [[ $part == torch ]]; then
+  step "PyTorch scatter_reduce vs heightgrid's device pipeline, 10^8 points, ~10 per cell (issue #7)"
+  python3 scripts/torch_scatter_baseline.py --points 1e8 --side 3162 --repeat 10 --modes hybrid,thread,warp,atomic \
+    --workdir "$work" > "$out/torch_1e8.txt" 2>&1; echo "rc=$?"; cat "$out/torch_1e8.txt" | tail -40
+fi
+
+if [[ $part == pipeline ]]; then
+  for k in uniform lidar skewed clustered; do
+    step "device pipeline (cell ids + CSR + reduce), --synth $k --points 1e8 --mode auto --repeat 10"
+    heightgrid grid --synth $k --points 100000000 --res 1 -o "$work/p.tif" --overwrite --device gpu \
+      --metrics range --repeat 10 -v --co COMPRESS=NONE 2>&1 | grep -E 'GPU \(|reduce moved|auto|picked|points read|error'
   done
 fi

@@ -4,6 +4,7 @@
 #include "detail/cell_ids.cuh"
 #include "detail/csr_counting.cuh"
 #include "detail/csr_radix_sort.cuh"
+#include "detail/csr_stats.cuh"
 #include "detail/cuda_check.cuh"
 #include "detail/cuda_event.cuh"
 #include "detail/device_buffer.cuh"
@@ -25,8 +26,9 @@ device_csr::~device_csr() = default;
 device_csr_view device_csr::view() const noexcept
 {
   if (!impl_) { return {}; }
-  return {impl_->offsets.data(), impl_->z.data(), impl_->num_cells, impl_->num_points};
+  return {impl_->offsets.data(), impl_->z.data(), impl_->num_cells, impl_->num_points, impl_->max_cell_points};
 }
+std::uint64_t device_csr::max_cell_points() const noexcept { return impl_ ? impl_->max_cell_points : 0; }
 std::uint64_t device_csr::num_cells() const noexcept { return impl_ ? impl_->num_cells : 0; }
 std::uint64_t device_csr::num_points() const noexcept { return impl_ ? impl_->num_points : 0; }
 
@@ -85,11 +87,16 @@ device_csr device_csr::from_points(grid_spec const& grid, point_chunk const& poi
   }
   keys.reset();
   built.record(stream);
+  detail::device_buffer<unsigned long long> most(1, stream);
+  detail::launch_max_cell_points(state->offsets.data(), cells, most.data(), stream);
 
   point_offset binned = 0;
+  unsigned long long max_cell = 0;
   CUDA_TRY(cudaMemcpyAsync(&binned, state->offsets.data() + cells, sizeof(binned), cudaMemcpyDeviceToHost, stream));
+  CUDA_TRY(cudaMemcpyAsync(&max_cell, most.data(), sizeof(max_cell), cudaMemcpyDeviceToHost, stream));
   CUDA_TRY(cudaStreamSynchronize(stream));
   state->num_points = binned;
+  state->max_cell_points = max_cell;
 
   times.h2d_ms = detail::elapsed_ms(start, uploaded);
   times.cell_ids_ms = detail::elapsed_ms(uploaded, keyed);
@@ -112,6 +119,9 @@ device_csr device_csr::from_host(csr_grid const& csr, cudaStream_t stream)
   auto state = std::make_unique<impl>();
   state->num_cells = csr.num_cells();
   state->num_points = csr.z.size();
+  for (std::size_t c = 0; c + 1 < csr.offsets.size(); ++c) {
+    state->max_cell_points = std::max<std::uint64_t>(state->max_cell_points, csr.offsets[c + 1] - csr.offsets[c]);
+  }
   state->offsets = detail::device_buffer<point_offset>(state->num_cells + 1, stream);
   state->z = detail::device_buffer<double>(csr.z.size(), stream);
   {

@@ -50,6 +50,7 @@ csr_grid device_csr::to_host(cudaStream_t) const { unavailable("device_csr::to_h
 device_csr_view device_csr::view() const noexcept { return {}; }
 std::uint64_t device_csr::num_cells() const noexcept { return 0; }
 std::uint64_t device_csr::num_points() const noexcept { return 0; }
+std::uint64_t device_csr::max_cell_points() const noexcept { return 0; }
 device_csr::device_csr(std::unique_ptr<impl> state) noexcept : impl_(std::move(state)) {}
 device_csr::device_csr(device_csr&&) noexcept = default;
 device_csr& device_csr::operator=(device_csr&&) noexcept = default;

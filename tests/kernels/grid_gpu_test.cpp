@@ -191,6 +191,13 @@ TEST_P(GridPointsGpu, DeviceCsrIsTheCpuCsr)
   EXPECT_GE(times.csr_ms, 0.0);
   auto back = device.to_host(nullptr);
   ASSERT_EQ(back.offsets, cpu.offsets);
+  std::uint64_t most = 0;
+  for (std::size_t c = 0; c + 1 < cpu.offsets.size(); ++c) {
+    most = std::max<std::uint64_t>(most, cpu.offsets[c + 1] - cpu.offsets[c]);
+  }
+  EXPECT_EQ(device.max_cell_points(), most);
+  EXPECT_EQ(device.view().max_cell_points, most);
+  EXPECT_EQ(device_csr::from_host(cpu, nullptr).max_cell_points(), most);
   if (method() == csr_method::radix_sort) {
     EXPECT_EQ(back.z, cpu.z) << "the stable sort keeps the CPU's order within each cell";
   } else {

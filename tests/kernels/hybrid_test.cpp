@@ -68,6 +68,14 @@ class HybridThresholds : public ::testing::TestWithParam<named_thresholds> {
     auto const got = reduce_hybrid(device, request, nodata, thresholds(), nullptr).to_host(nullptr);
     EXPECT_TRUE(same_results(got, reduce_cells_cpu(csr, request, nodata), request, csr.num_cells()))
       << GetParam().name << ", " << csr.num_cells() << " cells, " << csr.z.size() << " points";
+    if (request.needs_sums()) {
+      // Without sums hybrid runs other kernels (reduce_hybrid_balanced.cuh): check those too.
+      auto const no_sums = metric_request::from({metric::min, metric::max, metric::range, metric::count});
+      auto const got_no_sums = reduce_hybrid(device, no_sums, nodata, thresholds(), nullptr).to_host(nullptr);
+      EXPECT_TRUE(same_results(got_no_sums, reduce_cells_cpu(csr, no_sums, nodata), no_sums, csr.num_cells()))
+        << GetParam().name << " (min/max/range/count), " << csr.num_cells() << " cells, " << csr.z.size()
+        << " points";
+    }
     return got;
   }
 };
@@ -196,6 +204,16 @@ TEST_F(Hybrid, SingleCellOfTenMillionPoints)
   auto const got = reduce_csr_gpu(csr, all_metrics(), default_nodata, reduce_mode::hybrid, nullptr);
   EXPECT_TRUE(same_results(got, reduce_cells_cpu(csr, all_metrics()), all_metrics(), 1));
   EXPECT_EQ(got.count, std::vector<std::uint32_t>{10000000});
+  auto const range_only = metric_request::from({metric::min, metric::max, metric::range, metric::count});
+  auto const fast = reduce_csr_gpu(csr, range_only, default_nodata, reduce_mode::hybrid, nullptr);
+  EXPECT_TRUE(same_results(fast, reduce_cells_cpu(csr, range_only), range_only, 1));
+}
+
+TEST_F(Hybrid, MaxCellPointsOfAnUploadedCsr)
+{
+  EXPECT_EQ(device_csr::from_host(make_csr({3, 0, 40, 5000, 1}, 17), nullptr).max_cell_points(), 5000U);
+  EXPECT_EQ(device_csr::from_host(make_csr({0, 0}, 18), nullptr).max_cell_points(), 0U);
+  EXPECT_EQ(device_csr::from_host(csr_grid{}, nullptr).max_cell_points(), 0U);
 }
 
 // A few cells of 10^5 to 10^6 points among 300 000 cells of 0-8 points, hot cells at the start, in

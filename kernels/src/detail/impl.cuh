@@ -17,6 +17,7 @@ struct device_csr::impl {
                                                 ///< the outside points after them)
   std::uint64_t num_cells{0};
   std::uint64_t num_points{0};
+  std::uint64_t max_cell_points{0};
 };
 
 struct device_cell_results::impl {

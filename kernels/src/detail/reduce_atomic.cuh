@@ -6,6 +6,7 @@
 // the mean and stddev need every point of a cell together.
 
 #include "detail/cell_store.cuh"
+#include "detail/ordered_bits.cuh"
 #include "detail/cuda_check.cuh"
 #include "detail/device_buffer.cuh"
 #include "detail/launch.cuh"
@@ -21,26 +22,6 @@ namespace heightgrid::detail {
 struct atomic_policy {
   static constexpr int block_threads = 256;
 };
-
-/// Order-preserving encoding of a double: for non-NaN a, b, a < b exactly when
-/// ordered_bits(a) < ordered_bits(b) (as unsigned integers), with -0.0 below +0.0. Positive values
-/// get the sign bit set; negative values are inverted whole, so larger magnitudes sort lower.
-/// Example: -1.0 -> 0x400fffffffffffff, -0.0 -> 0x7fffffffffffffff, +0.0 -> 0x8000000000000000,
-///   1.0 -> 0xbff0000000000000. All ones sorts above every non-NaN value: the identity of min.
-__host__ __device__ constexpr unsigned long long ordered_bits_of(unsigned long long bits) noexcept
-{
-  return (bits >> 63) != 0 ? ~bits : (bits | 0x8000000000000000ULL);
-}
-/// The inverse of ordered_bits_of.
-__host__ __device__ constexpr unsigned long long bits_of_ordered(unsigned long long ordered) noexcept
-{
-  return (ordered >> 63) != 0 ? (ordered & 0x7fffffffffffffffULL) : ~ordered;
-}
-static_assert(ordered_bits_of(0xbff0000000000000ULL) == 0x400fffffffffffffULL);  // -1.0
-static_assert(ordered_bits_of(0x8000000000000000ULL) == 0x7fffffffffffffffULL);  // -0.0
-static_assert(ordered_bits_of(0x0000000000000000ULL) == 0x8000000000000000ULL);  // +0.0
-static_assert(bits_of_ordered(ordered_bits_of(0xbff0000000000000ULL)) == 0xbff0000000000000ULL);
-static_assert(bits_of_ordered(ordered_bits_of(0x3ff0000000000000ULL)) == 0x3ff0000000000000ULL);
 
 /// A cell's running min and max, both kept with atomicMin: `lo` holds ordered_bits(min), `hi_inverted`
 /// holds ~ordered_bits(max). Both start as all ones (one memset): an empty cell keeps lo == all ones.

@@ -17,6 +17,7 @@
 #include "detail/cell_store.cuh"
 #include "detail/cuda_check.cuh"
 #include "detail/device_buffer.cuh"
+#include "detail/reduce_hybrid_balanced.cuh"
 #include "detail/launch.cuh"
 #include "detail/warp_reduce.cuh"
 #include "heightgrid/kernels/device_csr.hpp"
@@ -37,20 +38,18 @@ namespace heightgrid::detail {
 /// Launch shapes (compile time: they feed __launch_bounds__ and <<< >>>) and the default thresholds
 /// (hybrid_thresholds, run time, so that tests/kernels/hybrid_sweep.cpp can move them).
 ///
-/// Why the defaults (to be confirmed by the sweep on the H100, see docs/benchmarks.md):
-///  - lane_max_points 32: a lane never loops over more than 32 points (8 steps of 4 independent
-///    loads), so a skewed tile costs its warp at most ~8 load latencies in the lane part; from 33
-///    points on, one cell fills all 32 lanes of a coalesced load, which the warp path does.
-///  - warp_max_points 2048 = 32 lanes x 8 doubles x 8 rounds, and split_chunk_points 2048: no warp
-///    ever reduces more than 2048 points in a row (8 rounds of 4 x 16-byte loads per lane, ~6 us),
-///    so no tile and no chunk becomes the tail of its kernel. A skewed grid's few big cells (the
-///    `synth skewed` kind at 10^8 points has ~100 above 2048) become a few hundred chunks that run
-///    side by side; a single 10^7-point cell becomes 4883 chunks, about one pass of the split grid
-///    (132 SMs x 4 blocks x 8 warps = 4224 warps on an H100), bound by bandwidth, not latency.
-///  - stage_points_per_lane 16: a tile of up to 512 points, i.e. every tile of a ~10-points-per-cell
-///    grid (32 x Poisson(10): 320 +- 18), is read with fully coalesced loads into 4 KiB of shared
-///    memory per warp (32 KiB per block) and reduced from there, instead of 32 lanes reading 32
-///    scattered addresses per load.
+/// Why the defaults (hybrid_sweep --points 1e8 on an H100, range + count: docs/benchmarks.md):
+///  - lane_max_points 64: a tile whose cells all have at most 64 points is reduced one lane per cell.
+///    On even grids nothing beats that (uniform: 0.349 ms vs 0.51 ms with every tile split evenly);
+///    64 rather than 32 keeps lidar's occasional 33-77-point cells on that path (0.381 vs 0.413 ms).
+///  - warp_max_points 1024: a tile with more points is queued and cut into chunks, so no warp
+///    reduces more than 1024 points of one tile (clustered: 0.493 ms vs 0.523 ms at 4096).
+///  - split_chunk_points 2048: chunks of 2048 points, 64 per lane (a 10^7-point cell becomes 4883
+///    chunks; 65536-point chunks were 1.5x slower on the `hot` grid).
+///  - stage_points_per_lane 0: staging a tile into shared memory cost 20-35 % (sums path only).
+/// Requests without sums (min/max/range/count) run the points-balanced kernels of
+/// reduce_hybrid_balanced.cuh with lane_max, warp_max and split_chunk; requests with sums run the
+/// kernels below, which use the same three thresholds with the meanings given there.
 struct hybrid_policy {
   static constexpr int warps_per_block = 8;
   static constexpr int block_threads = warps_per_block * warp_size;
@@ -64,8 +63,8 @@ struct hybrid_policy {
   /// bandwidth, few enough that the launch with an empty queue costs next to nothing.
   static constexpr int split_blocks_per_sm = 4;
 
-  static constexpr std::uint64_t lane_max_points = 32;
-  static constexpr std::uint64_t warp_max_points = 2048;
+  static constexpr std::uint64_t lane_max_points = 64;
+  static constexpr std::uint64_t warp_max_points = 1024;
   static constexpr std::uint64_t split_chunk_points = 2048;
   /// 0: no shared-memory staging. Measured on an H100 (hybrid_sweep --points 1e8, docs/benchmarks.md):
   /// staging 16 points per lane cost 20-35 % against no staging on every synthetic kind.
@@ -511,6 +510,10 @@ inline void launch_warp_per_tile(device_csr_view const& csr, metric_request cons
           "hybrid: stage_points_per_lane " + std::to_string(t.stage_points_per_lane) + " is above the maximum of " +
             std::to_string(hybrid_max_stage_points_per_lane));
   if (csr.num_cells == 0) { return; }
+  if (!request.needs_sums()) {  // min/max/range/count: the points-balanced kernels
+    launch_balanced(csr, out, nodata, t, stream);
+    return;
+  }
   EXPECTS(reinterpret_cast<std::uintptr_t>(csr.z) % alignof(double2) == 0, error_kind::internal,
           "hybrid: z is not 16-byte aligned");
 

@@ -25,6 +25,10 @@ struct device_csr_view {
   double const* z{nullptr};              ///< device memory, num_points entries used
   std::uint64_t num_cells{0};
   std::uint64_t num_points{0};
+  /// The most points in one cell, known after binning (from_points, from_host); `unknown` for a
+  /// view built by hand. Modes use it to leave out paths no cell can take.
+  std::uint64_t max_cell_points{unknown};
+  static constexpr std::uint64_t unknown = ~std::uint64_t{0};
 };
 
 /// A CSR grid in device memory (RAII, move-only).
@@ -33,7 +37,8 @@ class device_csr {
   /// Uploads x, y, z (pinned staging), computes each point's cell with grid.cell_of, and builds
   /// the CSR with `method`. Points outside the grid are dropped and counted in `stats`, which is
   /// added to like bin_points_cpu does. Fills h2d_ms, cell_ids_ms and csr_ms of `times`.
-  /// Synchronizes `stream` (the number of binned points is read back).
+  /// Synchronizes `stream` (the number of binned points and the most points in one cell are read
+  /// back).
   /// Throws error_kind::internal when x, y, z differ in length, error_kind::resource when the
   /// device runs out of memory, error_kind::device on a CUDA failure or without a usable GPU.
   [[nodiscard]] static device_csr from_points(grid_spec const& grid, point_chunk const& points,
@@ -50,6 +55,8 @@ class device_csr {
   [[nodiscard]] device_csr_view view() const noexcept;
   [[nodiscard]] std::uint64_t num_cells() const noexcept;
   [[nodiscard]] std::uint64_t num_points() const noexcept;
+  /// The most points in one cell (0 for an empty grid).
+  [[nodiscard]] std::uint64_t max_cell_points() const noexcept;
 
   struct impl;  ///< defined in kernels/src/detail/ (device buffers)
   explicit device_csr(std::unique_ptr<impl> state) noexcept;
