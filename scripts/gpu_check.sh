@@ -2,7 +2,7 @@
 # GPU verification and timings, run on the lent GPU machine from a device pack:
 #   tar xJf .devpack/pack.tar.xz -C /tmp && source /tmp/pack/env.sh && scripts/gpu_check.sh PART
 # PART: tests | sanitize | equal | bench | all, or (run alone) ladder | sanitize2 | sweep | compare8 |
-# compare9 (KINDS="skewed clustered" picks the kinds) | torch | pipeline. Logs go to $OUT (or /tmp/gpu_out).
+# compare9 (KINDS="skewed clustered" picks the kinds) | torch | pipeline | real (REPEAT=20). Logs go to $OUT (or /tmp/gpu_out).
 set -u
 out=${OUT:-/tmp/gpu_out}; mkdir -p "$out"
 extra=/tmp/pack/extra
@@ -116,4 +116,15 @@ if [[ $part == pipeline ]]; then
     heightgrid grid --synth $k --points 100000000 --res 1 -o "$work/p.tif" --overwrite --device gpu \
       --metrics range --repeat 10 -v --co COMPRESS=NONE 2>&1 | grep -E 'GPU \(|reduce moved|auto|picked|points read|error'
   done
+fi
+
+if [[ $part == real ]]; then
+  # Every uncompressed real LAS file, as docs/benchmarks.md's real-file table.
+  : > "$out/cmp_real_all.txt"
+  while IFS= read -r f; do
+    rel=${f#"$HEIGHTGRID_REAL_DATA_DIR"/}
+    echo "=== heightgrid compare $rel --res 1 --repeat ${REPEAT:-20}" >> "$out/cmp_real_all.txt"
+    heightgrid compare "$f" --res 1 --repeat "${REPEAT:-20}" >> "$out/cmp_real_all.txt" 2>&1 || echo "rc=$? for $rel" >> "$out/cmp_real_all.txt"
+  done < <(find "$HEIGHTGRID_REAL_DATA_DIR" -name '*.las' | sort)
+  grep -E '^===|^(thread|warp|hybrid) |identical|DIFFER|rc=' "$out/cmp_real_all.txt"
 fi

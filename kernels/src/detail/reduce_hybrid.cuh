@@ -39,14 +39,16 @@ namespace heightgrid::detail {
 /// (hybrid_thresholds, run time, so that tests/kernels/hybrid_sweep.cpp can move them).
 ///
 /// Why the defaults (hybrid_sweep --points 1e8 on an H100, range + count: docs/benchmarks.md):
-///  - lane_max_points 64: a tile whose cells all have at most 64 points is reduced one lane per cell.
-///    On even grids nothing beats that (uniform: 0.349 ms vs 0.51 ms with every tile split evenly);
-///    64 rather than 32 keeps lidar's occasional 33-77-point cells on that path (0.381 vs 0.413 ms).
+///  - lane_max_points 128: a tile whose cells all have at most 128 points is reduced one lane per
+///    cell. On even grids nothing beats that (uniform: 0.348 ms vs 0.51 ms with every tile split
+///    evenly); 128 keeps lidar's occasional 33-77-point cells on that path (0.362 ms, vs 0.383 at 64
+///    and 0.413 at 32) and costs skewed 1 % (0.923 vs 0.915 ms).
 ///  - warp_max_points 1024: a tile with more points is queued and cut into chunks, so no warp
 ///    reduces more than 1024 points of one tile (clustered: 0.493 ms vs 0.523 ms at 4096).
 ///  - split_chunk_points 2048: chunks of 2048 points, 64 per lane (a 10^7-point cell becomes 4883
 ///    chunks; 65536-point chunks were 1.5x slower on the `hot` grid).
-///  - stage_points_per_lane 0: staging a tile into shared memory cost 20-35 % (sums path only).
+///  - stage_points_per_lane 0: staging small tiles into shared memory (both paths) never paid:
+///    2-16 points per lane cost 0-20 % on every kind (skewed 0.98-1.09 ms vs 0.92).
 /// Requests without sums (min/max/range/count) run the points-balanced kernels of
 /// reduce_hybrid_balanced.cuh with lane_max, warp_max and split_chunk; requests with sums run the
 /// kernels below, which use the same three thresholds with the meanings given there.
@@ -63,7 +65,7 @@ struct hybrid_policy {
   /// bandwidth, few enough that the launch with an empty queue costs next to nothing.
   static constexpr int split_blocks_per_sm = 4;
 
-  static constexpr std::uint64_t lane_max_points = 64;
+  static constexpr std::uint64_t lane_max_points = 128;
   static constexpr std::uint64_t warp_max_points = 1024;
   static constexpr std::uint64_t split_chunk_points = 2048;
   /// 0: no shared-memory staging. Measured on an H100 (hybrid_sweep --points 1e8, docs/benchmarks.md):
