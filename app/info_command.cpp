@@ -46,6 +46,7 @@ void print_las_header(std::string const& path)
   auto const h = io::read_las_header(path);
   std::printf("  LAS %d.%d, point format %d, record length %u bytes%s\n", h.version_major, h.version_minor,
               h.point_format, static_cast<unsigned>(h.record_length), h.compressed ? ", LAZ compressed" : "");
+  if (h.laz) { std::printf("  %s\n", h.laz->describe().c_str()); }
   std::printf("  header point count: %s\n", with_commas(h.point_count).c_str());
   std::printf("  scale: %.10g %.10g %.10g   offset: %.10g %.10g %.10g\n", h.scale[0], h.scale[1], h.scale[2],
               h.offset[0], h.offset[1], h.offset[2]);
@@ -68,7 +69,7 @@ void print_las_header(std::string const& path)
 int run_info(info_options const& o)
 {
   auto const filter = make_filter(o.input);
-  // LAS headers first: they are worth showing even for a file whose points cannot be read (LAZ).
+  // LAS headers first: they are worth showing even for a file whose points cannot be read.
   if (o.input.synth.empty()) {
     for (auto const& path : expand_inputs(o.input.inputs)) {
       if (looks_like_las(path)) {

@@ -2,6 +2,9 @@
 
 #include "heightgrid/core/error.hpp"
 #include "las_layout.hpp"
+#include "laz/laz_arith.hpp"
+#include "laz/laz_source.hpp"
+#include "laz/laz_vlr.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -173,6 +176,7 @@ class header_parser {
     parse_vlrs(h);
     check_point_data(h);
     parse_evlrs(h);
+    check_laz(h);
     return h;
   }
 
@@ -418,12 +422,66 @@ class header_parser {
     }
   }
 
+  /// The LASzip VLR's items must describe this file's records; the chunk count is read from
+  /// the chunk table's header when it is where the file says (cheap: two 8-byte reads).
+  void check_laz(las_header_info& h)
+  {
+    if (!h.laz) { return; }
+    las_laz_info& z = *h.laz;
+    laz::laz_vlr_info vlr;
+    try {
+      std::vector<std::uint8_t> data(static_cast<std::size_t>(z.vlr_data_length));
+      bytes_.read(z.vlr_data_offset, data.size(), data.data());
+      vlr = laz::parse_laz_vlr(data.data(), data.size());
+      laz::check_laz_items(vlr, static_cast<unsigned>(h.point_format), h.record_length);
+    } catch (laz::decode_error const& e) {
+      fail(z.vlr_data_offset, e.what());
+    }
+    if (h.point_count == 0) { return; }
+    if (vlr.compressor == laz::compressor_pointwise) {
+      z.chunk_count = 1;
+      return;
+    }
+    if (!vlr.variable_chunks()) {
+      z.chunk_count = (h.point_count + vlr.chunk_size - 1) / vlr.chunk_size;
+    }
+    std::uint64_t const at = h.offset_to_point_data;
+    if (h.file_size < 16 || at > h.file_size - 16) { return; }
+    std::int64_t table = 0;
+    bytes_.read(at, sizeof table, reinterpret_cast<std::uint8_t*>(&table));
+    if (table <= static_cast<std::int64_t>(at + 8) ||
+        static_cast<std::uint64_t>(table) > h.file_size - 8) {
+      return;
+    }
+    std::uint8_t head[8];
+    bytes_.read(static_cast<std::uint64_t>(table), sizeof head, head);
+    if (layout::load<std::uint32_t>(head) == 0) { z.chunk_count = layout::load<std::uint32_t>(head + 4); }
+  }
+
   /// Keeps the payloads the reader needs: CRS records (the first of each kind wins) and the
-  /// LASzip marker. Other records are only listed.
+  /// LASzip VLR. Other records are only listed.
   void collect_record(las_header_info& h, las_vlr_info const& v, std::uint64_t data_at)
   {
     if (v.user_id == layout::laszip_user_id && v.record_id == layout::laszip_record_id) {
       h.compressed = true;
+      if (h.laz) { fail(v.offset, "a second LASzip VLR"); }
+      std::vector<std::uint8_t> data(static_cast<std::size_t>(std::min<std::uint64_t>(v.length, 1 << 20)));
+      bytes_.read(data_at, data.size(), data.data());
+      laz::laz_vlr_info vlr;
+      try {
+        vlr = laz::parse_laz_vlr(data.data(), data.size());
+      } catch (laz::decode_error const& e) {
+        fail(data_at, e.what());
+      }
+      las_laz_info z;
+      z.compressor = vlr.compressor;
+      z.chunk_size = vlr.chunk_size;
+      z.laszip_version = std::to_string(vlr.version_major) + "." + std::to_string(vlr.version_minor) + "r" +
+                         std::to_string(vlr.version_revision);
+      z.items = laz::describe_items(vlr);
+      z.vlr_data_offset = data_at;
+      z.vlr_data_length = data.size();
+      h.laz = std::move(z);
       return;
     }
     if (v.user_id != layout::projection_user_id) { return; }
@@ -568,6 +626,83 @@ class las_point_source final : public point_source {
   std::vector<std::uint8_t> raw_;
 };
 
+/// A point_source over a LAZ file: the records come decoded from laz_record_stream (chunks on
+/// worker threads, in file order) and go through the same decode_records as uncompressed LAS.
+class laz_point_source final : public point_source {
+ public:
+  laz_point_source(las_file file, las_header_info header, laz::laz_vlr_info vlr,
+                   las_read_options const& options)
+    : file_(std::move(file)), header_(std::move(header))
+  {
+    info_.path = header_.path;
+    info_.format = header_.format_name();
+    info_.crs_wkt = header_.crs_wkt;
+    info_.vertical_units = header_.vertical_units;
+    info_.point_count = header_.point_count;
+    decode_ = layout::is_extended_format(header_.point_format) ? &decode_records<true>
+                                                               : &decode_records<false>;
+    laz::laz_file_layout where;
+    where.path = header_.path;
+    where.file_size = header_.file_size;
+    where.point_data_start = header_.offset_to_point_data;
+    where.point_data_limit = header_.file_size;
+    if (header_.version_minor >= 4 && header_.evlr_count > 0 &&
+        header_.evlr_start > header_.offset_to_point_data) {
+      where.point_data_limit = std::min(header_.evlr_start, header_.file_size);
+    }
+    where.point_count = header_.point_count;
+    where.record_length = header_.record_length;
+    las_file const& f = file_;
+    stream_ = std::make_unique<laz::laz_record_stream>(
+      std::move(where), std::move(vlr),
+      [&f](std::uint64_t offset, std::size_t count, std::uint8_t* out) { f.read_exact(offset, count, out); },
+      options.threads);
+  }
+
+  [[nodiscard]] source_info const& info() const override { return info_; }
+
+  bool read(point_chunk& chunk, std::size_t max_points) override
+  {
+    expects(max_points > 0, error_kind::usage, info_.path + ": read() needs max_points > 0");
+    if (next_ >= header_.point_count) {
+      chunk.clear();
+      return false;
+    }
+    std::size_t const n =
+      static_cast<std::size_t>(std::min<std::uint64_t>(max_points, header_.point_count - next_));
+    chunk.x.resize(n);
+    chunk.y.resize(n);
+    chunk.z.resize(n);
+    chunk.classification.resize(n);
+    chunk.return_number.resize(n);
+    chunk.number_of_returns.resize(n);
+    chunk.flags.resize(n);
+    for (std::size_t done = 0; done < n;) {
+      auto const run = stream_->next(n - done);
+      if (run.points == 0) {
+        throw error(error_kind::internal, info_.path + ": the LAZ decoder ran out of points at point " +
+                                            std::to_string(next_ + done) + " of " +
+                                            std::to_string(header_.point_count));
+      }
+      decode_(run.records, header_.record_length, run.points, header_, chunk, done);
+      done += run.points;
+    }
+    next_ += n;
+    return true;
+  }
+
+ private:
+  using decode_fn = void (*)(std::uint8_t const*, std::size_t, std::size_t, las_header_info const&,
+                             point_chunk&, std::size_t);
+
+  las_file file_;  // before stream_: the stream's workers read through it until they stop
+  las_header_info header_;
+  source_info info_;
+  decode_fn decode_{nullptr};
+  std::uint64_t next_{0};
+  std::unique_ptr<laz::laz_record_stream> stream_;
+};
+
 /// Where to point a LAZ error: the compression bits of the format byte, else the LASzip VLR.
 std::uint64_t compression_marker_offset(las_header_info const& h)
 {
@@ -592,6 +727,21 @@ void apply_crs(las_header_info& h)
 }
 
 }  // namespace
+
+std::string las_laz_info::describe() const
+{
+  std::string chunks;
+  if (compressor == laz::compressor_pointwise) {
+    chunks = "one stream";
+  } else if (variable_chunks()) {
+    chunks = "variable chunks";
+  } else {
+    chunks = "fixed chunks of " + std::to_string(chunk_size) + " points";
+  }
+  if (chunk_count > 0) { chunks += ", " + std::to_string(chunk_count) + (chunk_count == 1 ? " chunk" : " chunks"); }
+  return "LAZ (LASzip " + laszip_version + ", compressor " + std::to_string(compressor) + ", " + chunks +
+         "), items: " + items;
+}
 
 std::string las_header_info::format_name() const
 {
@@ -624,10 +774,23 @@ std::unique_ptr<point_source> open_las_source(std::string const& path, las_read_
   las_file file(path);
   las_header_info h = parse_las_header(file_bytes(file), path);
   if (h.compressed) {
-    throw error(error_kind::input,
-                path + ": byte " + std::to_string(compression_marker_offset(h)) +
-                  ": LAZ (compressed) files are not supported yet; decompress with e.g. "
-                  "`pdal translate` or `las2las`");
+    if (!h.laz) {
+      throw error(error_kind::input,
+                  path + ": byte " + std::to_string(compression_marker_offset(h)) +
+                    ": the point format byte marks the file as LAZ (compressed), but it has no "
+                    "LASzip VLR (user \"laszip encoded\", record 22204) saying how");
+    }
+    // The header parser validated the VLR; parse it again into the decoder's form.
+    std::vector<std::uint8_t> data(static_cast<std::size_t>(h.laz->vlr_data_length));
+    file.read_exact(h.laz->vlr_data_offset, data.size(), data.data());
+    laz::laz_vlr_info vlr;
+    try {
+      vlr = laz::parse_laz_vlr(data.data(), data.size());
+    } catch (laz::decode_error const& e) {
+      throw error(error_kind::input, path + ": byte " + std::to_string(h.laz->vlr_data_offset) + ": " + e.what());
+    }
+    apply_crs(h);
+    return std::make_unique<laz_point_source>(std::move(file), std::move(h), std::move(vlr), options);
   }
   apply_crs(h);
   return std::make_unique<las_point_source>(std::move(file), std::move(h), options);

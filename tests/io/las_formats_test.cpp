@@ -224,7 +224,7 @@ TEST(las_reader, chunks_replace_the_previous_contents)
   EXPECT_EQ(sizes, (std::vector<std::size_t>{16, 16, 8}));
 }
 
-TEST(las_reader, laz_is_recognised_but_not_read)
+TEST(las_reader, laz_format_bits_without_a_laszip_vlr_are_an_error)
 {
   auto const dir = test::las_scratch_dir();
   auto bytes = build_las(las_spec{}, sample_points(false));
@@ -237,9 +237,10 @@ TEST(las_reader, laz_is_recognised_but_not_read)
   auto const h = read_las_header(path);
   EXPECT_TRUE(h.compressed);
   EXPECT_EQ(h.point_format, 0);
+  EXPECT_FALSE(h.laz.has_value());
   auto const message = test::expect_input_error([&] { (void)open_las_source(path); }, path);
-  EXPECT_NE(message.find("LAZ (compressed) files are not supported yet"), std::string::npos) << message;
-  EXPECT_NE(message.find("pdal translate"), std::string::npos) << message;
+  EXPECT_NE(message.find("byte 104"), std::string::npos) << message;
+  EXPECT_NE(message.find("no LASzip VLR"), std::string::npos) << message;
 }
 
 /// Inserts a VLR after the 227-byte header of a LAS 1.0-1.2 file from build_las.
@@ -270,7 +271,7 @@ TEST(las_reader, geotiff_records_shorter_than_one_value)
   EXPECT_EQ(h.point_count, 40U);
 }
 
-TEST(las_reader, laszip_vlr_alone_marks_compression)
+TEST(las_reader, an_empty_laszip_vlr_is_an_error_at_its_payload)
 {
   auto const dir = test::las_scratch_dir();
   auto bytes = build_las(las_spec{}, {});
@@ -278,12 +279,9 @@ TEST(las_reader, laszip_vlr_alone_marks_compression)
   add_vlr(bytes, "laszip encoded", 22204, {});
   auto const path = (dir / "vlr.laz").string();
   test::write_bytes(path, bytes);
-  auto const h = read_las_header(path);
-  EXPECT_TRUE(h.compressed);
-  ASSERT_EQ(h.vlrs.size(), 1U);
-  EXPECT_EQ(h.vlrs[0].user_id, "laszip encoded");
-  auto const message = test::expect_input_error([&] { (void)open_las_source(path); }, path);
-  EXPECT_NE(message.find("byte 227"), std::string::npos) << message;
+  // The VLR's header is at byte 227, its (missing) payload at 227 + 54.
+  auto const message = test::expect_input_error([&] { (void)read_las_header(path); }, path);
+  EXPECT_NE(message.find("byte 281: LASzip VLR is 0 bytes"), std::string::npos) << message;
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 #pragma once
 // Native ASPRS LAS 1.0-1.4 reading: point data record formats 0-10 (waveform formats without
 // their waveforms), extra bytes, 64-bit counts, VLRs and EVLRs, CRS from WKT or GeoTIFF keys.
-// LAZ (compressed) files are recognised by the header parser but not decoded.
+// LAZ (LASzip-compressed) files are decoded natively (io/src/laz), chunks in parallel.
 
 #include "heightgrid/core/point_source.hpp"
 #include "heightgrid/io/las_crs.hpp"
@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,26 @@ struct las_read_options {
   /// Points decoded per block: the reader reads chunk_points records with one system call into
   /// one buffer and decodes them from there. Must be > 0.
   std::size_t chunk_points{default_chunk_points};
+  /// LAZ only: threads decoding chunks in parallel (0: one per core). Points still arrive in
+  /// file order; at most about 2 * threads decoded chunks are held at a time.
+  std::size_t threads{0};
+};
+
+/// What the LASzip VLR of a LAZ file says about its compression.
+struct las_laz_info {
+  std::uint16_t compressor{0};  ///< 1 pointwise, 2 pointwise chunked, 3 layered chunked
+  std::uint32_t chunk_size{0};  ///< points per chunk; 0xFFFFFFFF: variable-size chunks
+  std::string laszip_version;   ///< of the writer, "3.4r3"
+  std::string items;            ///< "point10 v2, gpstime11 v2, rgb12 v2"
+  std::uint64_t vlr_data_offset{0};  ///< file offset of the VLR's payload
+  std::uint64_t vlr_data_length{0};
+  /// Chunks in the file: from the chunk table's header when it can be read, else computed from
+  /// the point count for fixed-size chunks; 0 when unknown.
+  std::uint64_t chunk_count{0};
+
+  [[nodiscard]] bool variable_chunks() const noexcept { return chunk_size == 0xFFFFFFFFu; }
+  /// "LAZ (LASzip compressor 2, fixed chunks of 50000 points), items: point10 v2, ..."
+  [[nodiscard]] std::string describe() const;
 };
 
 /// One variable length record (VLR, before the points) or extended VLR (EVLR, after them).
@@ -62,8 +83,11 @@ struct las_header_info {
   std::uint64_t evlr_start{0};           ///< LAS 1.4
   std::uint32_t evlr_count{0};           ///< LAS 1.4
   std::vector<las_vlr_info> vlrs;        ///< VLRs in file order, then EVLRs
-  /// A LAZ file: compression bits in the format byte or a LASzip VLR. Its points cannot be read.
+  /// A LAZ file: compression bits in the format byte or a LASzip VLR.
   bool compressed{false};
+  /// The parsed LASzip VLR (set when the file has one; its items are checked against the point
+  /// format and record length).
+  std::optional<las_laz_info> laz;
 
   /// The CRS records as found (filled by parse_las_header, not interpreted).
   std::string wkt_record;
@@ -90,10 +114,11 @@ class las_byte_reader {
   virtual void read(std::uint64_t offset, std::size_t count, std::uint8_t* out) const = 0;
 };
 
-/// Parses and validates the public header, VLRs and EVLRs. Pure: no GDAL, no file access beyond
-/// `bytes`; the CRS records are collected but crs_wkt stays empty. Compressed (LAZ) files parse
-/// with compressed = true. Malformed input throws error(error_kind::input,
-/// "<path>: byte <offset>: <what is wrong>"); nothing is read outside [0, bytes.size()).
+/// Parses and validates the public header, VLRs and EVLRs. Pure: no GDAL, no threads, no file
+/// access beyond `bytes`; the CRS records are collected but crs_wkt stays empty. Compressed (LAZ)
+/// files parse with compressed = true and `laz` describing the LASzip VLR. Malformed input
+/// throws error(error_kind::input, "<path>: byte <offset>: <what is wrong>"); nothing is read
+/// outside [0, bytes.size()).
 [[nodiscard]] las_header_info parse_las_header(las_byte_reader const& bytes,
                                                std::string const& path_for_messages);
 
@@ -104,9 +129,11 @@ class las_byte_reader {
 /// Opens `path`, parses its header and interprets its CRS. Works on LAZ files too.
 [[nodiscard]] las_header_info read_las_header(std::string const& path);
 
-/// A point_source over an uncompressed LAS file. Every record is delivered (no filtering), with
-/// x/y/z = integer * scale + offset in double and classification, return_number,
-/// number_of_returns and flags (point_flag bits) filled. LAZ files throw error_kind::input.
+/// A point_source over a LAS or LAZ file. Every record is delivered (no filtering), in file
+/// order, with x/y/z = integer * scale + offset in double and classification, return_number,
+/// number_of_returns and flags (point_flag bits) filled. LAZ chunks are decoded on
+/// options.threads worker threads; a corrupt chunk throws error_kind::input from read(),
+/// "<path>: chunk <i> (bytes <a>-<b>): <what>".
 [[nodiscard]] std::unique_ptr<point_source> open_las_source(std::string const& path,
                                                             las_read_options const& options = {});
 

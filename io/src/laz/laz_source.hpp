@@ -1,0 +1,70 @@
+#pragma once
+
+// The raw point records of a LAZ file in file order: finds the chunks (chunk table, or walking
+// the chunks one after the other when the table is missing or damaged), decodes them on a pool
+// of worker threads and hands out runs of decoded records. las_reader.cpp turns the records
+// into point_chunk columns exactly as it does for uncompressed LAS.
+
+#include "laz_vlr.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace heightgrid::io::laz {
+
+/// Where the compressed points are in the file.
+struct laz_file_layout {
+  std::string path;  ///< for messages
+  std::uint64_t file_size{0};
+  std::uint64_t point_data_start{0};  ///< offset_to_point_data
+  /// The end of the bytes the chunks (and the chunk table) may occupy: the first EVLR after the
+  /// point data, else the end of the file.
+  std::uint64_t point_data_limit{0};
+  std::uint64_t point_count{0};
+  std::size_t record_length{0};
+};
+
+/// Copies bytes [offset, offset + count) of the file into `out`; called from several threads
+/// at once; throws heightgrid::error on read failures.
+using file_reader = std::function<void(std::uint64_t offset, std::size_t count, std::uint8_t* out)>;
+
+/// Decodes a LAZ file's records chunk by chunk.
+///
+/// Chunks listed in a valid chunk table are decoded on `threads` worker threads (0: one per
+/// core), at most 2 * threads chunks ahead of the reader. Without a usable chunk table (the
+/// writer stopped before writing it, its offset is -1 with no offset at the end of the file,
+/// or it fails validation), fixed-size chunks are decoded one after the other on the calling
+/// thread, each starting where the previous one's decoder stopped; variable-size chunks cannot
+/// be found that way and are an error.
+///
+/// Errors are heightgrid::error(error_kind::input) naming the file; a chunk's errors read
+/// "<path>: chunk <i> (bytes <a>-<b>): <what>". After an error every next() throws it again.
+class laz_record_stream {
+ public:
+  laz_record_stream(laz_file_layout layout, laz_vlr_info vlr, file_reader read,
+                    std::size_t threads);
+  ~laz_record_stream();
+  laz_record_stream(laz_record_stream const&) = delete;
+  laz_record_stream& operator=(laz_record_stream const&) = delete;
+
+  struct run {
+    std::uint8_t const* records;  ///< valid until the next call of next()
+    std::size_t points;           ///< 0: no more points
+  };
+  /// The next up to max_points (> 0) records in file order.
+  run next(std::size_t max_points);
+
+  /// Chunks found in the chunk table (0 in the sequential fallback).
+  std::size_t table_chunks() const;
+  /// Worker threads decoding chunks (0: decoded on the calling thread).
+  std::size_t worker_threads() const;
+
+ private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace heightgrid::io::laz
