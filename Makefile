@@ -3,7 +3,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_ARGS ?=
-FUZZ_SECONDS ?= 60
+FUZZ_SECONDS ?= 90
 # The CUDA toolkit lives outside Debian's paths; CMake finds nvcc through CUDACXX.
 ifeq ($(origin CUDACXX),undefined)
   ifneq ($(wildcard /usr/local/cuda/bin/nvcc),)

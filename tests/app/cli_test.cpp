@@ -18,10 +18,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <random>
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
+#include <utility>
 #include <vector>
 
 namespace fs = std::filesystem;
@@ -320,6 +322,31 @@ TEST_F(Cli, RealLasFilesGiveTheSameRasterAsXyz)
   for (auto const* name : {"pdal/las_autzen_trim.las", "laspy/vegetation_1_3.las", "lasR/Topography.las"}) {
     expect_same_raster_from_las_and_xyz(real / name, dir_, "2");
   }
+}
+
+// A LAZ file and its uncompressed twin grid to the same GeoTIFF, byte for byte (issue #8).
+TEST_F(Cli, LazFilesGiveTheSameGeoTiffAsTheirLasTwin)
+{
+  auto const real = heightgrid::test::real_data_dir();
+  if (real.empty()) { GTEST_SKIP() << "../shared/data/real is not present (HEIGHTGRID_REAL_DATA_DIR)"; }
+  std::string const common = " --res 10 --metrics range,min,max,count --device cpu -q --co COMPRESS=NONE";
+  for (auto const& [laz, las] : {std::pair{"pdal/laz_autzen_trim.laz", "pdal/las_autzen_trim.las"},
+                                  std::pair{"lidR/Topography.laz", "lasR/Topography.las"}}) {
+    ASSERT_EQ(run("grid " + (real / laz).string() + " -o " + out("laz.tif").string() + " --overwrite" + common).code, 0)
+      << laz;
+    ASSERT_EQ(run("grid " + (real / las).string() + " -o " + out("las.tif").string() + " --overwrite" + common).code, 0)
+      << las;
+    std::ifstream a(out("laz.tif"), std::ios::binary);
+    std::ifstream b(out("las.tif"), std::ios::binary);
+    std::string const bytes_a((std::istreambuf_iterator<char>(a)), std::istreambuf_iterator<char>());
+    std::string const bytes_b((std::istreambuf_iterator<char>(b)), std::istreambuf_iterator<char>());
+    EXPECT_FALSE(bytes_a.empty());
+    EXPECT_TRUE(bytes_a == bytes_b) << laz << " and " << las << " gave different GeoTIFFs";
+  }
+  // info says it is LAZ and how it is chunked
+  auto const info = run("info " + (real / "pdal/laz_autzen_trim.laz").string());
+  EXPECT_EQ(info.code, 0);
+  EXPECT_NE(info.output.find("compressor 2, fixed chunks of 50000 points, 3 chunks"), std::string::npos) << info.output;
 }
 
 TEST_F(Cli, TilesAsADirectoryOrAGlobGridLikeOneFile)
