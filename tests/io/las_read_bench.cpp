@@ -3,9 +3,12 @@
 //   las_read_bench write FILE POINTS FORMAT MINOR [--crs CRS] [--extra-bytes N] [--evlr] [--expected OUT]
 //       deterministic points with every attribute of the format; --expected also writes them
 //       as packed records (see laspy_check.py for the layout)
-//   las_read_bench read FILE [CHUNK_POINTS] [PASSES] [MAX_POINTS]
+//   las_read_bench read FILE [CHUNK_POINTS] [PASSES] [MAX_POINTS] [--threads N] [--repeat R]
 //       reads the file PASSES times (default 2), MAX_POINTS per read() call (default
-//       CHUNK_POINTS), and prints MB/s of each pass
+//       CHUNK_POINTS), and prints MB/s of each pass; LAS or LAZ. --threads: LAZ decoding threads
+//       (default 0: one per core). --repeat R: one untimed warm-up pass, then R passes, and a
+//       last line "result: ... median_s=... points_per_s=..." (points/s of the median pass),
+//       which scripts/laz_bench.sh reads
 //   las_read_bench dump FILE OUT
 //       what open_las_source delivers, as packed records: x, y, z (f64), classification,
 //       return number, number of returns, flags (u8)
@@ -14,6 +17,7 @@
 #include "heightgrid/io/las_reader.hpp"
 #include "heightgrid/io/las_writer.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -137,24 +141,55 @@ int run_read(int argc, char** argv)
   if (argc < 3) { return 2; }
   std::string const path = argv[2];
   heightgrid::io::las_read_options o;
-  if (argc > 3) { o.chunk_points = std::strtoull(argv[3], nullptr, 10); }
-  int const passes = argc > 4 ? std::atoi(argv[4]) : 2;
-  std::size_t const max_points = argc > 5 ? std::strtoull(argv[5], nullptr, 10) : o.chunk_points;
+  std::vector<char const*> positional;
+  int repeat = 0;
+  for (int a = 3; a < argc; ++a) {
+    std::string const arg = argv[a];
+    if (arg == "--threads" && a + 1 < argc) {
+      o.threads = std::strtoull(argv[++a], nullptr, 10);
+    } else if (arg == "--repeat" && a + 1 < argc) {
+      repeat = std::atoi(argv[++a]);
+      if (repeat < 1) { return 2; }
+    } else if (arg.rfind("--", 0) == 0) {
+      return 2;
+    } else {
+      positional.push_back(argv[a]);
+    }
+  }
+  if (!positional.empty()) { o.chunk_points = std::strtoull(positional[0], nullptr, 10); }
+  int const passes = repeat > 0 ? repeat + 1 : positional.size() > 1 ? std::atoi(positional[1]) : 2;
+  std::size_t const max_points = positional.size() > 2 ? std::strtoull(positional[2], nullptr, 10) : o.chunk_points;
   double const mb = static_cast<double>(std::filesystem::file_size(path)) / 1e6;
   heightgrid::point_chunk chunk;
+  std::vector<double> seconds;
+  std::uint64_t points = 0;
+  std::string format;
   for (int pass = 1; pass <= passes; ++pass) {
     auto const t0 = std::chrono::steady_clock::now();
     auto source = heightgrid::io::open_las_source(path, o);
-    std::uint64_t points = 0;
+    points = 0;
     double z_sum = 0;
     while (source->read(chunk, max_points)) {
       points += chunk.size();
       z_sum += chunk.z.back();
     }
+    format = source->info().format;
+    source.reset();  // joins the decoding threads: part of the time
     double const s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    std::printf("pass %d: %s, %llu points, %.1f MB in %.3f s: %.0f MB/s, %.1f Mpoints/s (check %g)\n",
-                pass, source->info().format.c_str(), static_cast<unsigned long long>(points), mb, s,
-                mb / s, static_cast<double>(points) / s / 1e6, z_sum);
+    bool const warm_up = repeat > 0 && pass == 1;
+    std::printf("pass %d%s: %s, %llu points, %.1f MB in %.3f s: %.0f MB/s, %.1f Mpoints/s (check %g)\n",
+                pass, warm_up ? " (warm-up)" : "", format.c_str(), static_cast<unsigned long long>(points), mb,
+                s, mb / s, static_cast<double>(points) / s / 1e6, z_sum);
+    if (!warm_up) { seconds.push_back(s); }
+  }
+  if (repeat > 0) {
+    std::sort(seconds.begin(), seconds.end());
+    std::size_t const n = seconds.size();
+    double const median = n % 2 == 1 ? seconds[n / 2] : 0.5 * (seconds[n / 2 - 1] + seconds[n / 2]);
+    std::printf("result: file=%s format=\"%s\" threads=%zu points=%llu repeat=%d median_s=%.4f "
+                "min_s=%.4f points_per_s=%.0f\n",
+                path.c_str(), format.c_str(), o.threads, static_cast<unsigned long long>(points), repeat,
+                median, seconds.front(), static_cast<double>(points) / median);
   }
   return 0;
 }
@@ -207,7 +242,8 @@ int main(int argc, char** argv)
       std::fprintf(stderr,
                    "usage: las_read_bench write FILE POINTS FORMAT MINOR [--crs CRS] [--extra-bytes N] "
                    "[--evlr] [--expected OUT]\n"
-                   "       las_read_bench read FILE [CHUNK_POINTS] [PASSES] [MAX_POINTS]\n"
+                   "       las_read_bench read FILE [CHUNK_POINTS] [PASSES] [MAX_POINTS] [--threads N] "
+                   "[--repeat R]\n"
                    "       las_read_bench dump FILE OUT\n");
     }
     return rc;

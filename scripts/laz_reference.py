@@ -1,0 +1,200 @@
+#!/usr/bin/env python3
+"""Reference facts for the native LAZ decoder, computed with laspy + lazrs (developer side).
+
+For every .laz file under the real-data directory, decodes all points with laspy's lazrs backend
+and prints a C++ table (tests/io/laz_reference.hpp) of: point count, format, record length and
+order-sensitive FNV-1a 64 checksums of what heightgrid reads, each over the little-endian bytes of
+one column in file order:
+
+  X, Y, Z            raw int32 coordinates
+  x, y, z            float64 bit patterns of X * scale + offset (a multiply, then an add: what
+                     heightgrid's reader computes; numpy does not contract into an FMA)
+  classification     uint8: bits 0-4 of the classification byte for PDRF 0-5, the byte for 6-10
+  return_number      uint8
+  number_of_returns  uint8
+  flags              uint8 in heightgrid's point_flag order: synthetic | key_point << 1 |
+                     withheld << 2 | overlap << 3 (overlap exists in PDRF 6-10 only)
+  gps_time           float64 bit patterns (0 when the format has none)
+  intensity          uint16
+  records            the raw point records, record_length bytes each (what the chunk decoders
+                     must produce when every field is decoded)
+
+  pip install lazrs    # laspy 2.7 is the other dependency
+  python3 scripts/laz_reference.py ../shared/data/real > tests/io/laz_reference.hpp
+"""
+
+import argparse
+import pathlib
+import struct
+import sys
+
+import laspy
+import numpy as np
+
+FNV_OFFSET = 0xCBF29CE484222325
+FNV_PRIME = 0x100000001B3
+MASK64 = (1 << 64) - 1
+
+
+def fnv1a64(data: bytes) -> int:
+    h = FNV_OFFSET
+    for b in data:
+        h = ((h ^ b) * FNV_PRIME) & MASK64
+    return h
+
+
+def le_bytes(array: np.ndarray, dtype: str) -> bytes:
+    return np.ascontiguousarray(array, dtype=np.dtype(dtype).newbyteorder("<")).tobytes()
+
+
+def laszip_chunk_size(path: pathlib.Path) -> int:
+    """chunk_size of the LASzip VLR (laspy hides that VLR, so it is read from the file)."""
+    data = path.read_bytes()
+    header_size, = struct.unpack_from("<H", data, 94)
+    vlr_count, = struct.unpack_from("<I", data, 100)
+    at = header_size
+    for _ in range(vlr_count):
+        user_id = data[at + 2:at + 18].split(b"\0")[0]
+        record_id, length = struct.unpack_from("<HH", data, at + 18)
+        if user_id == b"laszip encoded" and record_id == 22204:
+            return struct.unpack_from("<I", data, at + 54 + 12)[0]
+        at += 54 + length
+    raise ValueError(f"{path}: no LASzip VLR")
+
+
+def facts(path: pathlib.Path, root: pathlib.Path) -> dict:
+    las = laspy.read(path, laz_backend=laspy.LazBackend.Lazrs)
+    h = las.header
+    fmt = h.point_format.id
+    extended = fmt >= 6
+    pts = las.points
+    X = np.asarray(pts.X, dtype=np.int32)
+    Y = np.asarray(pts.Y, dtype=np.int32)
+    Z = np.asarray(pts.Z, dtype=np.int32)
+    scale = np.asarray(h.scales, dtype=np.float64)
+    offset = np.asarray(h.offsets, dtype=np.float64)
+    # Two separate numpy operations: rounded product, then rounded sum.
+    x = X.astype(np.float64) * scale[0] + offset[0]
+    y = Y.astype(np.float64) * scale[1] + offset[1]
+    z = Z.astype(np.float64) * scale[2] + offset[2]
+    cls = np.asarray(pts.classification, dtype=np.uint8)
+    if not extended:
+        cls = cls & 0x1F
+    flags = (np.asarray(pts.synthetic, dtype=np.uint8)
+             | (np.asarray(pts.key_point, dtype=np.uint8) << 1)
+             | (np.asarray(pts.withheld, dtype=np.uint8) << 2))
+    if extended:
+        flags = flags | (np.asarray(pts.overlap, dtype=np.uint8) << 3)
+    names = pts.array.dtype.names
+    gps = np.asarray(pts.gps_time, dtype=np.float64) if "gps_time" in names else np.zeros(len(X))
+    records = pts.array.tobytes()
+    record_length = h.point_format.size
+    assert len(records) == record_length * len(X), path
+    return {
+        "path": path.relative_to(root).as_posix(),
+        "points": int(h.point_count),
+        "format": fmt,
+        "record_length": record_length,
+        "chunk_size": laszip_chunk_size(path),
+        "sums": [
+            ("X", fnv1a64(le_bytes(X, "i4"))),
+            ("Y", fnv1a64(le_bytes(Y, "i4"))),
+            ("Z", fnv1a64(le_bytes(Z, "i4"))),
+            ("x", fnv1a64(le_bytes(x, "f8"))),
+            ("y", fnv1a64(le_bytes(y, "f8"))),
+            ("z", fnv1a64(le_bytes(z, "f8"))),
+            ("classification", fnv1a64(le_bytes(cls, "u1"))),
+            ("return_number", fnv1a64(le_bytes(np.asarray(pts.return_number), "u1"))),
+            ("number_of_returns", fnv1a64(le_bytes(np.asarray(pts.number_of_returns), "u1"))),
+            ("flags", fnv1a64(le_bytes(flags, "u1"))),
+            ("gps_time", fnv1a64(le_bytes(gps, "f8"))),
+            ("intensity", fnv1a64(le_bytes(np.asarray(pts.intensity), "u2"))),
+            ("records", fnv1a64(records)),
+        ],
+    }
+
+
+HEADER = """\
+#pragma once
+// What laspy 2.7 + lazrs {lazrs} decode from the LAZ files of ../shared/data/real: generated by
+//   pip install lazrs && python3 scripts/laz_reference.py ../shared/data/real > tests/io/laz_reference.hpp
+// Do not edit by hand. Each checksum is FNV-1a 64 over the little-endian bytes of one column in
+// file order (see scripts/laz_reference.py for the exact definition of each column):
+//   X, Y, Z: raw int32; x, y, z: float64 of X * scale + offset (multiply, then add);
+//   classification: bits 0-4 of the byte in PDRF 0-5, the byte in 6-10; flags: point_flag bits
+//   (overlap only in PDRF 6-10); gps_time: float64 (0 without); intensity: uint16;
+//   records: the raw point records, record_length bytes each.
+
+#include <cstddef>
+#include <cstdint>
+
+namespace heightgrid::test::laz_reference {{
+
+/// FNV-1a 64, fed incrementally so that columns can be checksummed chunk by chunk.
+struct fnv1a64 {{
+  std::uint64_t value{{0xCBF29CE484222325ULL}};
+  void add(void const* data, std::size_t size)
+  {{
+    auto const* p = static_cast<std::uint8_t const*>(data);
+    for (std::size_t i = 0; i < size; ++i) {{ value = (value ^ p[i]) * 0x100000001B3ULL; }}
+  }}
+}};
+
+struct checksums {{
+  std::uint64_t X, Y, Z;
+  std::uint64_t x, y, z;
+  std::uint64_t classification, return_number, number_of_returns, flags;
+  std::uint64_t gps_time, intensity;
+  std::uint64_t records;
+}};
+
+struct laz_file {{
+  char const* path;  ///< relative to HEIGHTGRID_REAL_DATA_DIR
+  std::uint64_t points;
+  int format;
+  std::uint16_t record_length;
+  std::uint32_t chunk_size;  ///< points per chunk from the LASzip VLR (0xFFFFFFFF: variable)
+  checksums sums;
+}};
+
+// clang-format off
+inline laz_file const files[] = {{
+"""
+
+FOOTER = """\
+};
+// clang-format on
+
+}  // namespace heightgrid::test::laz_reference
+"""
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("real_dir", type=pathlib.Path)
+    args = parser.parse_args()
+    root = args.real_dir.resolve()
+    paths = sorted(root.rglob("*.laz"))
+    if not paths:
+        print(f"laz_reference.py: no .laz files under {root}", file=sys.stderr)
+        return 1
+    import lazrs
+    version = getattr(lazrs, "__version__", None)
+    if version is None:
+        from importlib.metadata import version as dist_version
+        version = dist_version("lazrs")
+    out = [HEADER.format(lazrs=version)]
+    for path in paths:
+        f = facts(path, root)
+        sums = ", ".join(f"0x{v:016X}ULL" for _, v in f["sums"])
+        names = " ".join(n for n, _ in f["sums"])
+        out.append(f"  // {names}\n")
+        out.append(f'  {{"{f["path"]}", {f["points"]}, {f["format"]}, {f["record_length"]}, '
+                   f'{f["chunk_size"]}, {{{sums}}}}},\n')
+    out.append(FOOTER)
+    sys.stdout.write("".join(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
