@@ -4,6 +4,7 @@
 #include "report.hpp"
 
 #include "heightgrid/core/error.hpp"
+#include "heightgrid/core/point_chunk.hpp"
 #include "heightgrid/core/synthetic.hpp"
 #include "heightgrid/io/crs.hpp"
 #include "heightgrid/io/las_writer.hpp"
@@ -77,7 +78,7 @@ CLI::App* add_synth_command(CLI::App& app, synth_command_options& o)
   cmd->add_option("kind", o.kind, "What to generate: " + synth_kind_list())->required();
   cmd->add_option("-o,--output", o.output, "Output LAS file")->required();
   add_synth_shape_options(*cmd, o.shape, "--extent");
-  cmd->add_option("--las-version", o.las_version, "1.4 (point format 6, overlap flag kept) or 1.2 (point format 1)")
+  cmd->add_option("--las-version", o.las_version, "1.4 (point format 6, overlap flag kept) or 1.2 (point format 1, overlap points as class 12)")
     ->default_val("1.4");
   cmd->add_option("--a_srs", o.a_srs, "CRS to record in the file (EPSG:code, WKT, PROJ string); default none");
   cmd->add_flag("--overwrite", o.overwrite, "Replace an existing output file");
@@ -132,10 +133,21 @@ int run_synth(synth_command_options const& o)
     // the few points within half a step of those edges are stored one step inside.
     double const x_last = options.xmax - scale;
     double const y_first = options.ymin + scale;
+    bool const legacy_format = w.point_format < 6;
     while (source.read(chunk, o.chunk_points)) {
       for (std::size_t i = 0; i < chunk.size(); ++i) {
         chunk.x[i] = std::min(chunk.x[i], x_last);
         chunk.y[i] = std::max(chunk.y[i], y_first);
+      }
+      // Formats 0-5 have no overlap flag: LAS 1.4 says such points are class 12 there. (Kinds
+      // without attributes leave the flag and class columns empty.)
+      if (legacy_format && chunk.flags.size() == chunk.size() && chunk.classification.size() == chunk.size()) {
+        for (std::size_t i = 0; i < chunk.size(); ++i) {
+          if ((chunk.flags[i] & point_flag::overlap) != 0) {
+            chunk.flags[i] = static_cast<std::uint8_t>(chunk.flags[i] & ~point_flag::overlap);
+            chunk.classification[i] = 12;
+          }
+        }
       }
       writer.write(chunk);
       done += chunk.size();

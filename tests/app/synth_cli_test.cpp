@@ -3,6 +3,7 @@
 #include "cli_run.hpp"
 #include "test_paths.hpp"
 
+#include "heightgrid/core/point_chunk.hpp"
 #include "heightgrid/io/las_reader.hpp"
 
 #include <gdal_priv.h>
@@ -126,6 +127,27 @@ TEST_F(SynthCli, SkewedLasGridsExactlyLikeTheInMemoryCloud)
   EXPECT_EQ(c1, 100);  // 2 points per cell by default: 10,000 cells of 0.5, 100 a side
   EXPECT_EQ(c1, c2);
   EXPECT_EQ(a, b);
+}
+
+// LAS 1.2's point format 1 has no overlap flag: the lidar cloud's overlap points become class 12.
+TEST_F(SynthCli, LidarAsLas12KeepsOverlapAsClass12)
+{
+  auto const las = out("lidar12.las");
+  auto const r = run_cli("synth lidar --points 20000 --las-version 1.2 -o " + las.string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  auto source = heightgrid::io::open_las_source(las.string());
+  heightgrid::point_chunk chunk;
+  std::size_t class12 = 0;
+  std::size_t points = 0;
+  while (source->read(chunk, 4096)) {
+    for (std::size_t i = 0; i < chunk.size(); ++i) {
+      EXPECT_EQ(chunk.flags[i] & heightgrid::point_flag::overlap, 0);
+      class12 += chunk.classification[i] == 12 ? 1 : 0;
+    }
+    points += chunk.size();
+  }
+  EXPECT_EQ(points, 20000U);
+  EXPECT_GT(class12, 1000U);  // the strips overlap by 30 %
 }
 
 TEST_F(SynthCli, OverwriteRules)
