@@ -106,7 +106,7 @@ TEST(laz_vlr, says_what_is_wrong)
                         expectation{make_vlr(2, {}), "lists no items"},
                         expectation{make_vlr(2, {{static_cast<item_type>(99), 4, 2}}), "item type 99 is not known"},
                         expectation{make_vlr(2, {{item_type::point10, 20, 3}}), "point10 version 3 is not supported"},
-                        expectation{make_vlr(2, {{item_type::wavepacket13, 29, 2}}), "wavepacket13 version 2"},
+                        expectation{make_vlr(2, {{item_type::wavepacket13, 29, 3}}), "wavepacket13 version 3"},
                         expectation{make_vlr(2, {{item_type::point10, 21, 2}}), "point10 has size 21, not 20"},
                         expectation{make_vlr(2, {{item_type::byte, 0, 2}}), "byte has size 0"},
                         expectation{make_vlr(2, {{item_type::point14, 30, 3}}), "needs the layered compressor"},

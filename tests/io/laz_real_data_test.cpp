@@ -561,5 +561,33 @@ TEST(laz_real_data, unknown_items_and_versions_in_the_laszip_vlr_are_clear_error
   }
 }
 
+// data/wavepacket_pdrf4.laz (made by data/make_wavepacket_laz.py with laspy + lazrs, which label
+// the wavepacket13 item version 2): every record, wave packet fields included, equals its LAS twin.
+TEST(laz_sample_data, wavepacket13_file_decodes_to_its_las_twin)
+{
+  auto const dir = heightgrid::test::data_dir();
+  if (dir.empty()) { GTEST_SKIP() << "HEIGHTGRID_DATA_DIR (the project's data/) not set"; }
+  std::string const laz_path = (dir / "wavepacket_pdrf4.laz").string();
+  std::string const las_path = (dir / "wavepacket_pdrf4.las").string();
+  auto const h = read_las_header(laz_path);
+  ASSERT_TRUE(h.laz.has_value());
+  EXPECT_EQ(h.point_format, 4);
+  EXPECT_NE(h.laz->items.find("wavepacket13"), std::string::npos) << h.laz->items;
+  auto const twin = read_las_header(las_path);
+  ASSERT_EQ(h.point_count, twin.point_count);
+  ASSERT_EQ(h.record_length, twin.record_length);
+  auto const records = decode_all_records(laz_path, h);
+  auto const las_bytes = test::file_bytes(las_path);
+  std::size_t const bytes = static_cast<std::size_t>(twin.point_count) * twin.record_length;
+  ASSERT_GE(las_bytes.size(), twin.offset_to_point_data + bytes);
+  ASSERT_EQ(records.size(), bytes);
+  EXPECT_EQ(0, std::memcmp(records.data(), las_bytes.data() + twin.offset_to_point_data, bytes));
+  auto const a = read_all(laz_path, with_threads(2));
+  auto const b = read_all(las_path, {});
+  EXPECT_EQ(a.z, b.z);
+  EXPECT_EQ(a.x, b.x);
+  EXPECT_EQ(a.classification, b.classification);
+}
+
 }  // namespace
 }  // namespace heightgrid::io

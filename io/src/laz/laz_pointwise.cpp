@@ -826,8 +826,8 @@ pointwise_decoder::pointwise_decoder(laz_vlr_info const& vlr) : items_(std::make
         if (v == 1) add(slot_kind::bytes_v1, it.b1, std::size_t{item.size});
         else if (v == 2) add(slot_kind::bytes_v2, it.b2, std::size_t{item.size});
         break;
-      case item_type::wavepacket13:
-        if (v == 1) add(slot_kind::wavepacket13_v1, it.wp1);
+      case item_type::wavepacket13:  // one coding under both labels (see laz_vlr.cpp)
+        if (v == 1 || v == 2) add(slot_kind::wavepacket13_v1, it.wp1);
         break;
       default: break;
     }

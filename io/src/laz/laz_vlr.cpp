@@ -43,8 +43,9 @@ bool known_item_type(std::uint16_t t)
   return t == 0 || (t >= 6 && t <= 14);
 }
 
-/// Versions we decode: the pointwise items in versions 1 and 2 (wavepacket13 only ever had 1),
-/// the layered LAS 1.4 items in versions 3 and 4.
+/// Versions we decode: the pointwise items in versions 1 and 2, the layered LAS 1.4 items in
+/// versions 3 and 4. wavepacket13 has one coding; writers label it with their compressor version
+/// (LASzip 1, lazrs 1 or 2), so both labels decode the same way.
 bool supported_version(item_type t, std::uint16_t v)
 {
   switch (t) {
@@ -52,7 +53,7 @@ bool supported_version(item_type t, std::uint16_t v)
     case item_type::point10:
     case item_type::gpstime11:
     case item_type::rgb12: return v == 1 || v == 2;
-    case item_type::wavepacket13: return v == 1;
+    case item_type::wavepacket13: return v == 1 || v == 2;
     case item_type::point14:
     case item_type::rgb14:
     case item_type::rgbnir14:
