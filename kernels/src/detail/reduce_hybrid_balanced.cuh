@@ -42,6 +42,11 @@ struct balanced_policy {
   static constexpr int lane_loads_in_flight = 4;
   /// Blocks per SM of the chunk kernel (see hybrid_policy::split_blocks_per_sm).
   static constexpr int chunk_blocks_per_sm = 4;
+  /// Grids of fewer points than this cut queued tiles into chunks of at most small_grid_chunk_points
+  /// (8 per lane): a whole small file in one cell then spreads over many warps, as `warp` mode
+  /// does (real LAS files, docs/benchmarks.md).
+  static constexpr std::uint64_t small_grid_points = std::uint64_t{1} << 22;
+  static constexpr std::uint64_t small_grid_chunk_points = 256;
 };
 
 /// One warp's tile in shared memory: the end (CSR position) of each of its 32 cells, and each
@@ -374,13 +379,18 @@ inline void launch_balanced(device_csr_view const& csr, output_bands const& out,
   // A tile holds at most 32 x the biggest cell.
   bool const no_queue = all_small || (known && csr.max_cell_points <= t.warp_max_points / warp_size);
   std::uint64_t const max_tiles = no_queue ? 0 : balanced_max_queued_tiles(csr.num_points, t.warp_max_points);
-  std::uint64_t const max_chunks = max_tiles == 0 ? 0 : csr.num_points / t.split_chunk_points + max_tiles;
+  // A small grid has few queued tiles: chunks of split_chunk_points would leave most of the GPU
+  // idle while a few warps walk 64 points per lane. Smaller chunks put more warps on them.
+  std::uint64_t const chunk_points = csr.num_points < policy::small_grid_points
+                                       ? std::min<std::uint64_t>(t.split_chunk_points, policy::small_grid_chunk_points)
+                                       : t.split_chunk_points;
+  std::uint64_t const max_chunks = max_tiles == 0 ? 0 : csr.num_points / chunk_points + max_tiles;
 
   device_buffer<unsigned long long> counters(max_tiles == 0 ? 0 : 2, stream);
   counters.fill_bytes(0, stream);
   device_buffer<queued_tile> tiles_queued(max_tiles, stream);
   device_buffer<unsigned long long> owners(max_chunks, stream);
-  tile_queue const queue{counters.data(), tiles_queued.data(), owners.data(), t.split_chunk_points};
+  tile_queue const queue{counters.data(), tiles_queued.data(), owners.data(), chunk_points};
   // Without a queue the warp budget is unbounded: kernel 1 never queues (and max_tiles is 0 only
   // when no tile can exceed it).
   balanced_params const params{t.lane_max_points,
