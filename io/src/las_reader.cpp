@@ -564,16 +564,37 @@ void decode_records(std::uint8_t const* raw, std::size_t stride, std::size_t n,
   }
 }
 
+/// What a LAS/LAZ point_source says about itself, from its header.
+source_info source_info_of(las_header_info const& h)
+{
+  source_info info;
+  info.path = h.path;
+  info.format = h.format_name();
+  info.crs_wkt = h.crs_wkt;
+  info.vertical_units = h.vertical_units;
+  info.point_count = h.point_count;
+  return info;
+}
+
+/// Sizes every column that decode_records fills to n points. resize, not clear + resize: a reused
+/// chunk of the same size is not zero-filled again.
+void resize_columns(point_chunk& chunk, std::size_t n)
+{
+  chunk.x.resize(n);
+  chunk.y.resize(n);
+  chunk.z.resize(n);
+  chunk.classification.resize(n);
+  chunk.return_number.resize(n);
+  chunk.number_of_returns.resize(n);
+  chunk.flags.resize(n);
+}
+
 class las_point_source final : public point_source {
  public:
   las_point_source(las_file file, las_header_info header, las_read_options const& options)
     : file_(std::move(file)), header_(std::move(header))
   {
-    info_.path = header_.path;
-    info_.format = header_.format_name();
-    info_.crs_wkt = header_.crs_wkt;
-    info_.vertical_units = header_.vertical_units;
-    info_.point_count = header_.point_count;
+    info_ = source_info_of(header_);
     // point_count * record_length fits in the file (checked by the parser), so this does too.
     block_points_ = static_cast<std::size_t>(
       std::min<std::uint64_t>(options.chunk_points, std::max<std::uint64_t>(header_.point_count, 1)));
@@ -592,14 +613,7 @@ class las_point_source final : public point_source {
     }
     std::size_t const n =
       static_cast<std::size_t>(std::min<std::uint64_t>(max_points, header_.point_count - next_));
-    // resize, not clear + resize: a reused chunk of the same size is not zero-filled again.
-    chunk.x.resize(n);
-    chunk.y.resize(n);
-    chunk.z.resize(n);
-    chunk.classification.resize(n);
-    chunk.return_number.resize(n);
-    chunk.number_of_returns.resize(n);
-    chunk.flags.resize(n);
+    resize_columns(chunk, n);
     std::size_t const stride = header_.record_length;
     if (raw_.empty()) { raw_.resize(block_points_ * stride); }
     for (std::size_t done = 0; done < n;) {
@@ -634,11 +648,7 @@ class laz_point_source final : public point_source {
                    las_read_options const& options)
     : file_(std::move(file)), header_(std::move(header))
   {
-    info_.path = header_.path;
-    info_.format = header_.format_name();
-    info_.crs_wkt = header_.crs_wkt;
-    info_.vertical_units = header_.vertical_units;
-    info_.point_count = header_.point_count;
+    info_ = source_info_of(header_);
     decode_ = layout::is_extended_format(header_.point_format) ? &decode_records<true>
                                                                : &decode_records<false>;
     laz::laz_file_layout where;
@@ -670,13 +680,7 @@ class laz_point_source final : public point_source {
     }
     std::size_t const n =
       static_cast<std::size_t>(std::min<std::uint64_t>(max_points, header_.point_count - next_));
-    chunk.x.resize(n);
-    chunk.y.resize(n);
-    chunk.z.resize(n);
-    chunk.classification.resize(n);
-    chunk.return_number.resize(n);
-    chunk.number_of_returns.resize(n);
-    chunk.flags.resize(n);
+    resize_columns(chunk, n);
     for (std::size_t done = 0; done < n;) {
       auto const run = stream_->next(n - done);
       if (run.points == 0) {

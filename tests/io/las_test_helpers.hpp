@@ -32,15 +32,19 @@ inline std::filesystem::path las_scratch_dir()
   return scratch_dir(name);
 }
 
-/// Every point of a LAS file through open_las_source, read `max_points` at a time.
-inline point_chunk read_all_las(std::string const& path, std::size_t max_points = 1 << 20,
-                                std::size_t chunk_points = default_chunk_points)
+/// Every point of a LAS or LAZ file through open_las_source with `options`, all columns, read
+/// `max_points` at a time, checking the point_source contract on the way.
+inline point_chunk read_all_points(std::string const& path, io::las_read_options const& options,
+                                   std::size_t max_points = std::size_t{1} << 20)
 {
-  auto source = io::open_las_source(path, io::las_read_options{chunk_points});
+  auto source = io::open_las_source(path, options);
   point_chunk all;
   point_chunk chunk;
   while (source->read(chunk, max_points)) {
+    EXPECT_FALSE(chunk.empty()) << "read() returned true with no points";
     EXPECT_LE(chunk.size(), max_points);
+    EXPECT_EQ(chunk.y.size(), chunk.size());
+    EXPECT_EQ(chunk.z.size(), chunk.size());
     EXPECT_EQ(chunk.classification.size(), chunk.size());
     EXPECT_EQ(chunk.return_number.size(), chunk.size());
     EXPECT_EQ(chunk.number_of_returns.size(), chunk.size());
@@ -53,7 +57,17 @@ inline point_chunk read_all_las(std::string const& path, std::size_t max_points 
     all.flags.insert(all.flags.end(), chunk.flags.begin(), chunk.flags.end());
   }
   EXPECT_TRUE(chunk.empty());
+  EXPECT_FALSE(source->read(chunk, max_points)) << "an exhausted source must stay exhausted";
   return all;
+}
+
+/// Every point of a LAS file through open_las_source, read `max_points` at a time.
+inline point_chunk read_all_las(std::string const& path, std::size_t max_points = 1 << 20,
+                                std::size_t chunk_points = default_chunk_points)
+{
+  io::las_read_options options;
+  options.chunk_points = chunk_points;
+  return read_all_points(path, options, max_points);
 }
 
 inline std::vector<std::uint8_t> file_bytes(std::filesystem::path const& path)

@@ -496,15 +496,7 @@ point_chunk read_all(std::string const& path, std::size_t threads, std::size_t m
 {
   las_read_options o;
   o.threads = threads;
-  auto source = open_las_source(path, o);
-  point_chunk all, chunk;
-  while (source->read(chunk, max_points)) {
-    all.append_xyz(chunk);
-    all.classification.insert(all.classification.end(), chunk.classification.begin(), chunk.classification.end());
-    all.return_number.insert(all.return_number.end(), chunk.return_number.begin(), chunk.return_number.end());
-    all.flags.insert(all.flags.end(), chunk.flags.begin(), chunk.flags.end());
-  }
-  return all;
+  return test::read_all_points(path, o, max_points);
 }
 
 TEST(laz_source_real, one_two_and_eight_threads_give_the_points_of_the_las_twin)

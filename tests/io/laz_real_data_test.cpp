@@ -106,28 +106,7 @@ struct column_sums {
 point_chunk read_all(std::string const& path, las_read_options const& options,
                      std::size_t max_points = std::size_t{1} << 20)
 {
-  auto source = open_las_source(path, options);
-  point_chunk all;
-  point_chunk chunk;
-  while (source->read(chunk, max_points)) {
-    EXPECT_FALSE(chunk.empty()) << "read() returned true with no points";
-    EXPECT_LE(chunk.size(), max_points);
-    EXPECT_EQ(chunk.y.size(), chunk.size());
-    EXPECT_EQ(chunk.z.size(), chunk.size());
-    EXPECT_EQ(chunk.classification.size(), chunk.size());
-    EXPECT_EQ(chunk.return_number.size(), chunk.size());
-    EXPECT_EQ(chunk.number_of_returns.size(), chunk.size());
-    EXPECT_EQ(chunk.flags.size(), chunk.size());
-    all.append_xyz(chunk);
-    all.classification.insert(all.classification.end(), chunk.classification.begin(), chunk.classification.end());
-    all.return_number.insert(all.return_number.end(), chunk.return_number.begin(), chunk.return_number.end());
-    all.number_of_returns.insert(all.number_of_returns.end(), chunk.number_of_returns.begin(),
-                                 chunk.number_of_returns.end());
-    all.flags.insert(all.flags.end(), chunk.flags.begin(), chunk.flags.end());
-  }
-  EXPECT_TRUE(chunk.empty());
-  EXPECT_FALSE(source->read(chunk, max_points)) << "an exhausted source must stay exhausted";
-  return all;
+  return test::read_all_points(path, options, max_points);
 }
 
 column_sums sums_of(point_chunk const& points, las_header_info const& h)

@@ -47,8 +47,9 @@ namespace heightgrid::detail {
 ///    reduces more than 1024 points of one tile (clustered: 0.493 ms vs 0.523 ms at 4096).
 ///  - split_chunk_points 2048: chunks of 2048 points, 64 per lane (a 10^7-point cell becomes 4883
 ///    chunks; 65536-point chunks were 1.5x slower on the `hot` grid).
-///  - stage_points_per_lane 0: staging small tiles into shared memory (both paths) never paid:
-///    2-16 points per lane cost 0-20 % on every kind (skewed 0.98-1.09 ms vs 0.92).
+///  - stage_points_per_lane 0: staging small tiles into shared memory never paid: 2-16 points per
+///    lane cost 0-20 % on every kind in the points-balanced kernels (skewed 0.98-1.09 ms vs 0.92;
+///    staging was then taken out of them) and 20-35 % in the kernels below, which still have it.
 /// Requests without sums (min/max/range/count) run the points-balanced kernels of
 /// reduce_hybrid_balanced.cuh with lane_max, warp_max and split_chunk; requests with sums run the
 /// kernels below, which use the same three thresholds with the meanings given there.

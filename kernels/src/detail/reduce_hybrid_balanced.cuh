@@ -141,46 +141,9 @@ __device__ inline void fold_balanced(double const* __restrict__ z, tile_slots& s
 
 /// Runs per tile of kernel 1 and per chunk of kernel 2, as parameters.
 struct balanced_params {
-  std::uint64_t lane_max;        ///< hybrid_thresholds::lane_max_points
-  std::uint64_t warp_max;        ///< hybrid_thresholds::warp_max_points
-  std::uint64_t stage_capacity;  ///< points of one warp's stage: 32 x stage_points_per_lane (0: none)
+  std::uint64_t lane_max;  ///< hybrid_thresholds::lane_max_points
+  std::uint64_t warp_max;  ///< hybrid_thresholds::warp_max_points
 };
-
-/// The warp copies z[first, first + count) into `stage` with coalesced loads, 8 in flight per lane.
-/// The caller synchronizes the warp before (the stage is free) and after (it is complete).
-__device__ inline void stage_points(double const* __restrict__ z, std::uint64_t first, std::uint64_t count,
-                                    double* stage, int lane)
-{
-  constexpr int loads = 8;
-  constexpr std::uint64_t stride = warp_size;
-  for (std::uint64_t base = 0; base < count; base += loads * stride) {
-    double v[loads];
-#pragma unroll
-    for (int u = 0; u < loads; ++u) {
-      std::uint64_t const k = base + static_cast<std::uint64_t>(u) * stride + static_cast<std::uint64_t>(lane);
-      v[u] = k < count ? __ldg(z + first + k) : 0.0;
-    }
-#pragma unroll
-    for (int u = 0; u < loads; ++u) {
-      std::uint64_t const k = base + static_cast<std::uint64_t>(u) * stride + static_cast<std::uint64_t>(lane);
-      if (k < count) { stage[k] = v[u]; }
-    }
-  }
-}
-
-/// One lane folds stage[i, stop) (shared memory) into (lo, hi), 4 independent loads per step.
-__device__ inline void fold_staged(double const* stage, std::uint32_t i, std::uint32_t stop, double& lo, double& hi)
-{
-  for (; i + 4 <= stop; i += 4) {
-    double const a = stage[i], b = stage[i + 1], c = stage[i + 2], d = stage[i + 3];
-    lo = min_of(min_of(min_of(min_of(lo, a), b), c), d);
-    hi = max_of(max_of(max_of(max_of(hi, a), b), c), d);
-  }
-  for (; i < stop; ++i) {
-    lo = min_of(lo, stage[i]);
-    hi = max_of(hi, stage[i]);
-  }
-}
 
 /// Kernel 1.
 /// Mapping: one warp per tile of 32 consecutive cells, grid-stride over tiles. Lane l reads
@@ -189,9 +152,6 @@ __device__ inline void fold_staged(double const* stage, std::uint32_t i, std::ui
 ///   comment); a lane stores its own cell (coalesced over the tile) unless the tile was queued.
 ///   AllSmall: the caller knows that no cell has more than lane_max points, so every tile takes
 ///   the lane-per-cell path and the other paths are not compiled in (fewer registers).
-///   Staged: a tile of at most params.stage_capacity points is first copied into this warp's part
-///   of the dynamic shared memory with coalesced loads, and its lanes reduce their cells from
-///   there, whatever their sizes.
 /// Preconditions: offsets has num_cells + 1 non-decreasing entries, z has offsets[num_cells] entries
 ///   without NaN or -0.0; blockDim.x == balanced_policy::block_threads; queue.counters zeroed and
 ///   the queue sized as in launch_balanced.
@@ -201,7 +161,7 @@ __device__ inline void fold_staged(double const* stage, std::uint32_t i, std::ui
 /// Example (lane_max 2, warp_max 8): offsets=[0,1,6,6,8] z=[4, 8,6,7,5,3, 2,9]: one tile of 8
 ///   points, cell 1 has 5 > 2: split evenly, shares of 1 point (lanes 0-7); slots end up
 ///   lo=[4,3,+inf,2] hi=[4,8,-inf,9]: min=[4,3,nodata,2], range=[0,5,nodata,7].
-template <bool AllSmall, bool Staged>
+template <bool AllSmall>
 static __global__ void __launch_bounds__(balanced_policy::block_threads)
   reduce_balanced_tile_kernel(point_offset const* __restrict__ offsets, double const* __restrict__ z,
                               std::uint64_t num_cells, balanced_params params, tile_queue queue, output_bands out,
@@ -209,7 +169,6 @@ static __global__ void __launch_bounds__(balanced_policy::block_threads)
 {
   using policy = balanced_policy;
   __shared__ tile_slots slots[policy::warps_per_block];
-  extern __shared__ double stage_memory[];
   int const warp = static_cast<int>(threadIdx.x) / warp_size;
   int const lane = static_cast<int>(threadIdx.x) % warp_size;
   tile_slots& s = slots[warp];
@@ -231,26 +190,11 @@ static __global__ void __launch_bounds__(balanced_policy::block_threads)
 
     double lo = ::cuda::std::numeric_limits<double>::infinity();
     double hi = -::cuda::std::numeric_limits<double>::infinity();
-    std::uint64_t tile_begin = 0;
-    std::uint64_t tile_end = 0;
-    if constexpr (Staged) {
-      tile_begin = __shfl_sync(full_warp_mask, begin, 0);
-      tile_end = __shfl_sync(full_warp_mask, end, warp_size - 1);
-    }
-    if (Staged && tile_end - tile_begin <= params.stage_capacity) {  // warp-uniform: small enough to stage
-      double* const stage = stage_memory + static_cast<std::uint64_t>(warp) * params.stage_capacity;
-      __syncwarp();  // every lane is done reading the previous tile's stage
-      stage_points(z, tile_begin, tile_end - tile_begin, stage, lane);
-      __syncwarp();
-      fold_staged(stage, static_cast<std::uint32_t>(begin - tile_begin), static_cast<std::uint32_t>(end - tile_begin),
-                  lo, hi);
-    } else if (AllSmall || __all_sync(full_warp_mask, n <= params.lane_max)) {
+    if (AllSmall || __all_sync(full_warp_mask, n <= params.lane_max)) {
       fold_run(z, begin, end, lo, hi);
     } else {
-      if constexpr (!Staged) {
-        tile_begin = __shfl_sync(full_warp_mask, begin, 0);
-        tile_end = __shfl_sync(full_warp_mask, end, warp_size - 1);
-      }
+      std::uint64_t const tile_begin = __shfl_sync(full_warp_mask, begin, 0);
+      std::uint64_t const tile_end = __shfl_sync(full_warp_mask, end, warp_size - 1);
       if (tile_end - tile_begin > params.warp_max) {  // warp-uniform: queue the tile
         std::uint64_t const chunks = (tile_end - tile_begin + queue.chunk_points - 1) / queue.chunk_points;
         unsigned long long slot = 0;
@@ -394,23 +338,13 @@ inline void launch_balanced(device_csr_view const& csr, output_bands const& out,
   // Without a queue the warp budget is unbounded: kernel 1 never queues (and max_tiles is 0 only
   // when no tile can exceed it).
   balanced_params const params{t.lane_max_points,
-                               max_tiles == 0 ? ::cuda::std::numeric_limits<std::uint64_t>::max() : t.warp_max_points,
-                               std::uint64_t{warp_size} * t.stage_points_per_lane};
-  std::size_t const stage_bytes = policy::warps_per_block * params.stage_capacity * sizeof(double);
+                               max_tiles == 0 ? ::cuda::std::numeric_limits<std::uint64_t>::max() : t.warp_max_points};
 
   auto const tiles = (csr.num_cells + warp_size - 1) / warp_size;
   auto const blocks = grid_blocks(tiles, policy::warps_per_block);
-  bool const staged = params.stage_capacity > 0;
-  auto* const tile_kernel = all_small ? (staged ? reduce_balanced_tile_kernel<true, true>
-                                                : reduce_balanced_tile_kernel<true, false>)
-                                      : (staged ? reduce_balanced_tile_kernel<false, true>
-                                                : reduce_balanced_tile_kernel<false, false>);
-  if (stage_bytes > 48 * 1024) {  // above the default limit of dynamic shared memory: opt in
-    CUDA_TRY(cudaFuncSetAttribute(tile_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                  static_cast<int>(stage_bytes)));
-  }
-  tile_kernel<<<blocks, policy::block_threads, stage_bytes, stream>>>(csr.offsets, csr.z, csr.num_cells, params,
-                                                                       queue, out, nodata);
+  auto* const tile_kernel = all_small ? reduce_balanced_tile_kernel<true> : reduce_balanced_tile_kernel<false>;
+  tile_kernel<<<blocks, policy::block_threads, 0, stream>>>(csr.offsets, csr.z, csr.num_cells, params, queue, out,
+                                                             nodata);
   CUDA_CHECK_LAUNCH();
   if (max_tiles == 0) { return; }
 

@@ -24,9 +24,9 @@ struct hybrid_thresholds {
   std::uint64_t warp_max_points{0};
   /// A split cell is cut into chunks of this many points, one warp each, merged afterwards. >= 1.
   std::uint64_t split_chunk_points{0};
-  /// A tile whose points number at most 32 x this (and that has no split cell) is first copied into
-  /// shared memory with coalesced loads, then reduced from there. 0 turns staging off; at most
-  /// hybrid_max_stage_points_per_lane.
+  /// Requests with sums only: a tile whose points number at most 32 x this (and that has no split
+  /// cell) is first copied into shared memory with coalesced loads, then reduced from there. 0 turns
+  /// staging off; at most hybrid_max_stage_points_per_lane.
   std::uint32_t stage_points_per_lane{0};
 };
 
