@@ -2,9 +2,13 @@
 // Test inputs are located through environment variables (set by CTest, or by hand on the GPU
 // machine), so the same test executables run from the build tree and from a device pack.
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
+#include <mutex>
 #include <string>
+#include <system_error>
+#include <vector>
 
 #include <unistd.h>
 
@@ -28,14 +32,48 @@ inline std::filesystem::path real_data_dir()
   return std::filesystem::is_directory(dir, ec) ? dir : std::filesystem::path();
 }
 
-/// A fresh, empty scratch directory for one test. The process id keeps tests that CTest runs in
-/// parallel (one process each) out of each other's way.
+/// The scratch directories this process made; the registry's destructor (at normal process exit,
+/// after every test has closed its files) removes them, unless HEIGHTGRID_KEEP_TEST_DIRS is set
+/// (to look at what a failing test wrote).
+class scratch_registry {
+public:
+  scratch_registry() = default;
+  scratch_registry(scratch_registry const&) = delete;
+  scratch_registry& operator=(scratch_registry const&) = delete;
+  ~scratch_registry()
+  {
+    if (std::getenv("HEIGHTGRID_KEEP_TEST_DIRS") != nullptr) { return; }
+    for (auto const& dir : dirs_) {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  }
+  void add(std::filesystem::path const& dir)
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (std::find(dirs_.begin(), dirs_.end(), dir) == dirs_.end()) { dirs_.push_back(dir); }
+  }
+
+private:
+  std::mutex mutex_;
+  std::vector<std::filesystem::path> dirs_;
+};
+
+inline scratch_registry& scratch_directories()
+{
+  static scratch_registry registry;
+  return registry;
+}
+
+/// A fresh, empty scratch directory for one test, removed when the test process exits. The process
+/// id keeps tests that CTest runs in parallel (one process each) out of each other's way.
 inline std::filesystem::path scratch_dir(std::string const& name)
 {
   auto dir = std::filesystem::temp_directory_path() /
              ("heightgrid-test-" + name + "-" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
+  scratch_directories().add(dir);
   return dir;
 }
 

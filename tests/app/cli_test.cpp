@@ -332,6 +332,9 @@ TEST_F(Cli, LazFilesGiveTheSameGeoTiffAsTheirLasTwin)
   std::string const common = " --res 10 --metrics range,min,max,count --device cpu -q --co COMPRESS=NONE";
   for (auto const& [laz, las] : {std::pair{"pdal/laz_autzen_trim.laz", "pdal/las_autzen_trim.las"},
                                   std::pair{"lidR/Topography.laz", "lasR/Topography.las"}}) {
+    if (!std::filesystem::exists(real / laz) || !std::filesystem::exists(real / las)) {
+      GTEST_SKIP() << (real / laz).string() << " or its twin " << las << " is not in " << real.string();
+    }
     ASSERT_EQ(run("grid " + (real / laz).string() + " -o " + out("laz.tif").string() + " --overwrite" + common).code, 0)
       << laz;
     ASSERT_EQ(run("grid " + (real / las).string() + " -o " + out("las.tif").string() + " --overwrite" + common).code, 0)
