@@ -4,7 +4,11 @@
 // and count bands must equal thread mode's bit for bit; the exit status is 1 otherwise.
 //
 //   hybrid_sweep [--points N] [--kinds uniform,lidar,skewed,clustered,hot] [--repeat R] [--seed S]
-//                [--grid full|axes] [--no-cub]
+//                [--grid full|axes] [--no-cub] [--lanes L,..] [--warps W,..] [--chunks C,..]
+//
+// --lanes/--warps/--chunks replace the lists of lane_max, warp_max and chunk sizes swept (defaults
+// 0,16,32,64,128 / 512,1024,4096 / 1024,2048,4096,65536; with --grid axes the chunk sizes are swept
+// at the default lane_max and warp_max only).
 //
 // Each time is the median of R reduce() calls after one warm-up (CUDA events around the mode's work,
 // as device_cell_results::kernel_ms() reports it), for the bands range + count. Effective bandwidth
@@ -47,13 +51,17 @@ struct sweep_options {
   std::uint64_t seed{1};
   bool full_grid{false};
   bool with_cub{true};
+  std::vector<std::uint64_t> lanes{0, 16, 32, 64, 128};
+  std::vector<std::uint64_t> warps{512, 1024, 4096};
+  std::vector<std::uint64_t> chunks{1024, 2048, 4096, 65536};
 };
 
 [[noreturn]] void usage(std::string const& why)
 {
   std::cerr << "hybrid_sweep: " << why << "\n"
             << "usage: hybrid_sweep [--points N] [--kinds uniform,lidar,skewed,clustered,hot] [--repeat R]\n"
-            << "                    [--seed S] [--grid full|axes] [--no-cub]\n";
+            << "                    [--seed S] [--grid full|axes] [--no-cub] [--lanes L,..] [--warps W,..]\n"
+            << "                    [--chunks C,..]\n";
   std::exit(2);
 }
 
@@ -82,6 +90,13 @@ sweep_options parse(int argc, char** argv)
       o.full_grid = g == "full";
     } else if (a == "--no-cub") {
       o.with_cub = false;
+    } else if (a == "--lanes" || a == "--warps" || a == "--chunks") {
+      auto& list = a == "--lanes" ? o.lanes : (a == "--warps" ? o.warps : o.chunks);
+      list.clear();
+      std::stringstream items(value());
+      for (std::string v; std::getline(items, v, ',');) { list.push_back(static_cast<std::uint64_t>(std::stod(v))); }
+      if (list.empty()) { usage(a + " needs at least one value"); }
+      if (a == "--chunks" && std::find(list.begin(), list.end(), 0) != list.end()) { usage("--chunks: 0 is not a chunk size"); }
     } else {
       usage("unknown argument '" + a + "'");
     }
@@ -288,9 +303,9 @@ int sweep(sweep_options const& o)
       }
       configs.push_back({l, w, c, st});
     };
-    std::vector<std::uint64_t> const lanes{0, 16, 32, 64, 128};
-    std::vector<std::uint64_t> const warps{512, 1024, 4096};
-    std::vector<std::uint64_t> const chunks{1024, 2048, 4096, 65536};
+    auto const& lanes = o.lanes;
+    auto const& warps = o.warps;
+    auto const& chunks = o.chunks;
     auto const& d = defaults;
     for (auto const l : lanes) {
       for (auto const w : warps) {
