@@ -57,7 +57,9 @@ void dispatch(reduce_mode mode, device_csr_view const& csr, metric_request const
     case reduce_mode::warp: detail::launch_warp_per_cell(csr, request, out, nodata, stream); return;
     case reduce_mode::cub: detail::launch_cub_segmented(csr, request, out, nodata, stream); return;
     case reduce_mode::hybrid:
-      detail::launch_warp_per_tile(csr, request, out, nodata, detail::hybrid_defaults(), stream);
+      detail::launch_warp_per_tile(csr, request, out, nodata,
+                                   request.needs_sums() ? detail::hybrid_sums_defaults() : detail::hybrid_defaults(),
+                                   stream);
       return;
     case reduce_mode::atomic: break;  // reduces points, not a CSR: reduce() turns it away first
   }

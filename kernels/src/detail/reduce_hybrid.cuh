@@ -38,18 +38,20 @@ namespace heightgrid::detail {
 /// Launch shapes (compile time: they feed __launch_bounds__ and <<< >>>) and the default thresholds
 /// (hybrid_thresholds, run time, so that tests/kernels/hybrid_sweep.cpp can move them).
 ///
-/// Why the defaults (hybrid_sweep --points 1e8 on an H100, range + count: docs/benchmarks.md):
-///  - lane_max_points 128: a tile whose cells all have at most 128 points is reduced one lane per
-///    cell. On even grids nothing beats that (uniform: 0.348 ms vs 0.51 ms with every tile split
-///    evenly); 128 keeps lidar's occasional 33-77-point cells on that path (0.362 ms, vs 0.383 at 64
-///    and 0.413 at 32) and costs skewed 1 % (0.923 vs 0.915 ms).
-///  - warp_max_points 1024: a tile with more points is queued and cut into chunks, so no warp
-///    reduces more than 1024 points of one tile (clustered: 0.493 ms vs 0.523 ms at 4096).
+/// Why the defaults (hybrid_sweep --points 1e8 on an H100, range + count, 2026-11-22 second run:
+/// docs/benchmarks.md, "Thresholds sweep"):
+///  - lane_max_points 32: a cell of at most 32 points is reduced by its own lane; a tile holding a
+///    bigger cell reduces that cell with the whole warp (coalesced loads). lidar 0.372 ms at 32 vs
+///    0.395 at 128 and 0.405 at 64 (its 33-77-point cells take 9-20 dependent steps on one lane);
+///    skewed 0.734 vs 0.770; uniform equal (0.349); clustered 0.420 vs 0.400 (the cost).
+///  - warp_max_points 2048: a tile with more points (and a cell above lane_max) is queued and cut
+///    into chunks. With lane_max 32, 512 sends lidar's dense overlap tiles to the queue (0.544 ms);
+///    2048 keeps them in kernel 1 (0.372) and costs clustered 4 % against 512.
 ///  - split_chunk_points 2048: chunks of 2048 points, 64 per lane (a 10^7-point cell becomes 4883
-///    chunks; 65536-point chunks were 1.5x slower on the `hot` grid).
+///    chunks; 65536-point chunks were 1.3x slower on the `hot` grid and clustered).
 ///  - stage_points_per_lane 0: staging small tiles into shared memory never paid: 2-16 points per
-///    lane cost 0-20 % on every kind in the points-balanced kernels (skewed 0.98-1.09 ms vs 0.92;
-///    staging was then taken out of them) and 20-35 % in the kernels below, which still have it.
+///    lane cost 0-20 % on every kind in the points-balanced kernels (and once more, 20 %, on skewed
+///    with their final lane fold) and 20-35 % in the kernels below, which still have it.
 /// Requests without sums (min/max/range/count) run the points-balanced kernels of
 /// reduce_hybrid_balanced.cuh with lane_max, warp_max and split_chunk; requests with sums run the
 /// kernels below, which use the same three thresholds with the meanings given there.
@@ -66,13 +68,22 @@ struct hybrid_policy {
   /// bandwidth, few enough that the launch with an empty queue costs next to nothing.
   static constexpr int split_blocks_per_sm = 4;
 
-  static constexpr std::uint64_t lane_max_points = 128;
-  static constexpr std::uint64_t warp_max_points = 1024;
+  static constexpr std::uint64_t lane_max_points = 32;
+  static constexpr std::uint64_t warp_max_points = 2048;
   static constexpr std::uint64_t split_chunk_points = 2048;
   /// 0: no shared-memory staging. Measured on an H100 (hybrid_sweep --points 1e8, docs/benchmarks.md):
   /// staging 16 points per lane cost 20-35 % against no staging on every synthetic kind.
   static constexpr std::uint32_t stage_points_per_lane = 0;
 };
+
+/// The thresholds of requests with sums (mean/stddev), which run the kernels below: lane_max 128
+/// and warp_max 1024, the values these kernels had when they were last the only hybrid kernels.
+/// Measured on an H100 with hybrid_defaults() instead (compare --metrics range,mean,stddev, 10^8):
+/// lidar 0.787 ms against thread's 0.440.
+inline hybrid_thresholds hybrid_sums_defaults() noexcept
+{
+  return {128, 1024, hybrid_policy::split_chunk_points, hybrid_policy::stage_points_per_lane};
+}
 
 inline hybrid_thresholds hybrid_defaults() noexcept
 {

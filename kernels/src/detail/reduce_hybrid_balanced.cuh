@@ -1,23 +1,41 @@
 #pragma once
-// reduce_mode::hybrid for min/max/range/count (no sums): tiles of 32 cells whose *points* are split
-// evenly over the lanes, so that no lane waits for its neighbour's big cell.
+// reduce_mode::hybrid for min/max/range/count (no sums): tiles of 32 cells, each cell reduced by its
+// own lane when it is small and by the whole warp with coalesced loads when it is not; tiles too big
+// for one warp are queued and cut into chunks that many warps share.
 //
 // Two kernels:
 //  1. reduce_balanced_tile_kernel: warp w owns tiles of 32 consecutive cells (lane l: cell 32 t + l).
 //     - every cell of the tile has at most lane_max points: each lane reduces its own cell (the
 //       thread mapping: nothing is cheaper on an even grid);
-//     - otherwise, when the tile holds at most warp_max points: the tile's points, a contiguous
-//       CSR range, are cut into 32 equal shares, one per lane; a lane folds its share cell by cell
-//       into the tile's per-cell slots in shared memory (atomicMin/atomicMax on ordered bits), then
-//       each lane stores its own cell from the slots;
+//     - otherwise, when the tile holds at most warp_max points: cells of at most lane_max points are
+//       still reduced by their lane; then the warp reduces each bigger cell in turn, lane l loading
+//       points l, l + 32, ... (coalesced, 4 loads in flight per lane), and shuffles the result to
+//       the cell's lane;
 //     - otherwise the tile is queued, cut into chunks of split_chunk_points points.
-//  2. reduce_balanced_chunk_kernel: one warp per queued chunk: the same even split over the chunk's
-//     points, each cell's part merged into the tile's slots in global memory with atomicMin/
-//     atomicMax on order-preserving bits; the
-//     warp that finishes the tile's last chunk stores its 32 cells.
+//  2. reduce_balanced_chunk_kernel: one warp per queued chunk: the warp reduces the part of each of
+//     the tile's cells that lies in the chunk, as above, and the cell's lane merges it into the
+//     tile's slots in global memory with native 64-bit atomicMin/atomicMax on order-preserving
+//     bits; the warp that finishes the tile's last chunk stores its 32 cells.
 // Every cell is stored exactly once. min/max/range/count equal reduce_cells_cpu's bit for bit: min
 // and max are exact whatever the order in which partial results merge (z holds no NaN, and no
 // -0.0: point_filter turns it into +0.0, so ties are between equal bit patterns).
+//
+// Measured on an H100 (docs/benchmarks.md, "Hybrid mode"), and why the code looks as it does:
+//  - the tile kernel is latency-bound on sparse grids (skewed: 2 points per cell); it must stay at
+//    32 registers (full occupancy: __launch_bounds__(256, 8)): a 38-register build was 10-20 %
+//    slower on skewed, clustered and hot;
+//  - a lane's run is folded in steps of 4 loads with the loop not unrolled, and its last 1-3 points
+//    are loaded together under predicates: skewed 0.73 ms instead of 0.88 with the compiler's
+//    unrolled loop and one-by-one remainder (lidar 0.38 vs 0.36 at lane_max 128, which is why
+//    lane_max is 32: lidar's 33-77-point cells then go to the warp);
+//  - warp-per-cell with coalesced loads and native global atomics replaced an even split of the
+//    tile's points over the lanes merged with shared-memory atomics (64-bit atomicMin/Max on shared
+//    memory compile to compare-and-swap loops): clustered 0.39 ms instead of 0.47.
+//  Measured and dropped: staging a tile's points in shared memory with coalesced loads (skewed
+//  0.87-0.89 ms vs 0.73-0.76), a resident-blocks grid-stride launch (5-25 % slower on every kind),
+//  choosing an unrolled fold per tile by the tile's largest cell (skewed 0.79 vs 0.73), 8 loads per
+//  step (skewed 0.76), rounds of 8 predicated loads (uniform 0.37 vs 0.34), and queueing only
+//  tiles that hold a cell above 128 points (clustered 0.43 vs 0.40).
 
 #include "detail/cell_store.cuh"
 #include "detail/cuda_check.cuh"
@@ -31,6 +49,9 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstddef>
 #include <cstdint>
 
 namespace heightgrid::detail {
@@ -38,23 +59,16 @@ namespace heightgrid::detail {
 struct balanced_policy {
   static constexpr int warps_per_block = 8;
   static constexpr int block_threads = warps_per_block * warp_size;
-  /// Independent loads per step when a lane folds a run of points.
-  static constexpr int lane_loads_in_flight = 4;
-  /// Blocks per SM of the chunk kernel (see hybrid_policy::split_blocks_per_sm).
-  static constexpr int chunk_blocks_per_sm = 4;
+  /// Blocks of the tile kernel that must fit on one SM: 8 x 256 threads = full occupancy, which
+  /// caps the kernel at 32 registers.
+  static constexpr int tile_min_blocks_per_sm = 8;
+  /// Independent loads in flight per lane, in a lane's run and in the warp's coalesced loop.
+  static constexpr int loads_in_flight = 4;
   /// Grids of fewer points than this cut queued tiles into chunks of at most small_grid_chunk_points
   /// (8 per lane): a whole small file in one cell then spreads over many warps, as `warp` mode
   /// does (real LAS files, docs/benchmarks.md).
   static constexpr std::uint64_t small_grid_points = std::uint64_t{1} << 22;
   static constexpr std::uint64_t small_grid_chunk_points = 256;
-};
-
-/// One warp's tile in shared memory: the end (CSR position) of each of its 32 cells, and each
-/// cell's running min and max as ordered bits.
-struct tile_slots {
-  std::uint64_t end[warp_size];
-  unsigned long long lo[warp_size];
-  unsigned long long hi[warp_size];
 };
 
 /// A queued tile (written whole by kernel 1) and its slots in global memory.
@@ -76,70 +90,101 @@ struct tile_queue {
   std::uint64_t chunk_points;
 };
 
-/// One lane folds z[i, stop) into (lo, hi), lane_loads_in_flight independent loads per step and
-/// the rest one by one. (Measured on an H100: padding the last step with repeated loads instead, so
-/// that every step has all its loads in flight, was 7-20 % slower: short runs then issue 4 loads
-/// for 1 or 2 points.)
-__device__ inline void fold_run(double const* __restrict__ z, std::uint64_t i, std::uint64_t stop, double& lo,
-                                double& hi)
+/// One lane folds p[0, n) into (lo, hi): steps of loads_in_flight independent loads (the loop is
+/// not unrolled: most runs are short, and the unrolled loop's extra branches cost more than its
+/// deeper pipelining gains, see the file comment), then the last 1-3 points loaded together, each
+/// load predicated on the point existing.
+/// Example: n = 6: one step of p[0..3], then p[4] and p[5] in one round.
+__device__ inline void fold_lane(double const* __restrict__ p, std::uint64_t n, double& lo, double& hi)
 {
-  constexpr int step = balanced_policy::lane_loads_in_flight;
-  for (; i + step <= stop; i += step) {
+  constexpr int step = balanced_policy::loads_in_flight;
+  double const* const stop = p + n;
+#pragma unroll 1
+  for (; p + step <= stop; p += step) {
     double v[step];
 #pragma unroll
-    for (int k = 0; k < step; ++k) { v[k] = __ldg(z + i + k); }
+    for (int k = 0; k < step; ++k) { v[k] = __ldg(p + k); }
 #pragma unroll
     for (int k = 0; k < step; ++k) {
       lo = min_of(lo, v[k]);
       hi = max_of(hi, v[k]);
     }
   }
-  for (; i < stop; ++i) {
-    double const v = __ldg(z + i);
-    lo = min_of(lo, v);
-    hi = max_of(hi, v);
+  static_assert(step == 4, "the tail below handles up to 3 points");
+  if (p < stop) {
+    double const v0 = __ldg(p);
+    double const v1 = p + 1 < stop ? __ldg(p + 1) : v0;
+    double const v2 = p + 2 < stop ? __ldg(p + 2) : v0;
+    lo = min_of(min_of(min_of(lo, v0), v1), v2);
+    hi = max_of(max_of(max_of(hi, v0), v1), v2);
   }
 }
 
-/// The warp folds z[b, e) (inside the tile of `s`: s.end[31] >= e) into s.lo / s.hi: lane l takes
-/// the l-th of 32 equal shares, finds the cell of its first point by binary search over s.end, and
-/// merges one (lo, hi) per cell it touches with shared-memory atomicMin/atomicMax on ordered bits.
-/// Every lane calls it; the caller synchronizes the warp before (s.end and the slots are set) and
-/// after (the slots are complete). (Measured on an H100: recording each share's partials in
-/// per-lane slots and combining them in lane order instead of the atomics was 10-30 % slower.)
-/// Example: ends=[3,3,9,...] b=0 e=9: shares of 1 point; lane 0 folds z[0] into cell 0, lane 3
-///   z[3] into cell 2 (cell 1 is empty), lanes 9-31 have nothing.
-__device__ inline void fold_balanced(double const* __restrict__ z, tile_slots& s, std::uint64_t b, std::uint64_t e,
-                                     int lane)
+/// The whole warp folds z[b, e) with coalesced loads: lane l takes b + l, b + l + 32, ...,
+/// loads_in_flight of them per step, the last 1-3 together. Each lane's partial lands in (lo, hi);
+/// they are not combined over the warp.
+/// Example: b = 0, e = 40: lane 3 folds z[3] and z[35]; lane 9 folds z[9] only.
+__device__ inline void fold_strided(double const* __restrict__ z, std::uint64_t b, std::uint64_t e, int lane,
+                                    double& lo, double& hi)
 {
-  std::uint64_t const total = e - b;
-  std::uint64_t const share = (total + warp_size - 1) / warp_size;
-  std::uint64_t const first = static_cast<std::uint64_t>(lane) * share;
-  std::uint64_t const offset = first < total ? first : total;
-  std::uint64_t i = b + offset;
-  std::uint64_t const stop = b + (offset + share < total ? offset + share : total);
-  if (i >= stop) { return; }
-  // The first cell whose end is past i: s.end is non-decreasing and s.end[31] > i.
-  int c = 0;
+  constexpr int step = balanced_policy::loads_in_flight;
+  constexpr std::uint64_t stride = warp_size;
+  std::uint64_t i = b + static_cast<std::uint64_t>(lane);
+#pragma unroll 1
+  for (; i + (step - 1) * stride < e; i += step * stride) {
+    double v[step];
 #pragma unroll
-  for (int step = warp_size / 2; step > 0; step /= 2) {
-    if (s.end[c + step - 1] <= i) { c += step; }
+    for (int k = 0; k < step; ++k) { v[k] = __ldg(z + i + k * stride); }
+#pragma unroll
+    for (int k = 0; k < step; ++k) {
+      lo = min_of(lo, v[k]);
+      hi = max_of(hi, v[k]);
+    }
   }
-  while (true) {
-    std::uint64_t const cell_end = s.end[c];
-    std::uint64_t const run_end = cell_end < stop ? cell_end : stop;
-    double lo = ::cuda::std::numeric_limits<double>::infinity();
-    double hi = -::cuda::std::numeric_limits<double>::infinity();
-    fold_run(z, i, run_end, lo, hi);
-    atomicMin(&s.lo[c], ordered_bits(lo));
-    atomicMax(&s.hi[c], ordered_bits(hi));
-    i = run_end;
-    if (i >= stop) { break; }
-    do { ++c; } while (s.end[c] <= i);  // skip empty cells; bounded: s.end[31] >= stop > i
+  if (i < e) {
+    double const v0 = __ldg(z + i);
+    double const v1 = i + stride < e ? __ldg(z + i + stride) : v0;
+    double const v2 = i + 2 * stride < e ? __ldg(z + i + 2 * stride) : v0;
+    lo = min_of(min_of(min_of(lo, v0), v1), v2);
+    hi = max_of(max_of(max_of(hi, v0), v1), v2);
   }
 }
 
-/// Runs per tile of kernel 1 and per chunk of kernel 2, as parameters.
+/// min and max over the warp, valid in every lane (xor butterfly). Every lane must call it.
+__device__ inline void warp_min_max_all(double& lo, double& hi)
+{
+#pragma unroll
+  for (int d = warp_size / 2; d > 0; d /= 2) {
+    lo = min_of(lo, __shfl_xor_sync(full_warp_mask, lo, d));
+    hi = max_of(hi, __shfl_xor_sync(full_warp_mask, hi, d));
+  }
+}
+
+/// The warp reduces, one after the other, the cells of the lanes in `cells` (a warp-uniform lane
+/// mask; lane l's cell is z[begin, end) of lane l), each clipped to [b, e), with fold_strided; the
+/// cell's own lane receives its min and max in (lo, hi). Every lane must call it.
+/// Example: cells = 0b100, lane 2's cell [10, 200), b = 0, e = 100: the warp folds z[10, 100) and
+///   lane 2 gets that part's min and max.
+__device__ inline void warp_cells(double const* __restrict__ z, unsigned int cells, std::uint64_t begin,
+                                  std::uint64_t end, std::uint64_t b, std::uint64_t e, int lane, double& lo,
+                                  double& hi)
+{
+  for (unsigned int rest = cells; rest != 0; rest &= rest - 1) {
+    int const owner = __ffs(static_cast<int>(rest)) - 1;
+    std::uint64_t const cb = __shfl_sync(full_warp_mask, begin, owner);
+    std::uint64_t const ce = __shfl_sync(full_warp_mask, end, owner);
+    double wlo = ::cuda::std::numeric_limits<double>::infinity();
+    double whi = -::cuda::std::numeric_limits<double>::infinity();
+    fold_strided(z, cb > b ? cb : b, ce < e ? ce : e, lane, wlo, whi);
+    warp_min_max_all(wlo, whi);
+    if (lane == owner) {
+      lo = wlo;
+      hi = whi;
+    }
+  }
+}
+
+/// Runs per tile of kernel 1, as parameters.
 struct balanced_params {
   std::uint64_t lane_max;  ///< hybrid_thresholds::lane_max_points
   std::uint64_t warp_max;  ///< hybrid_thresholds::warp_max_points
@@ -147,31 +192,29 @@ struct balanced_params {
 
 /// Kernel 1.
 /// Mapping: one warp per tile of 32 consecutive cells, grid-stride over tiles. Lane l reads
-///   offsets[c] and offsets[c + 1] of its cell c. Then
-///   the tile is reduced lane per cell, split evenly over the lanes, or queued (see the file
-///   comment); a lane stores its own cell (coalesced over the tile) unless the tile was queued.
+///   offsets[c] and offsets[c + 1] of its cell c. Then the tile is reduced lane per cell, lanes plus
+///   warp per big cell, or queued (see the file comment); a lane stores its own cell (coalesced
+///   over the tile) unless the tile was queued.
 ///   AllSmall: the caller knows that no cell has more than lane_max points, so every tile takes
-///   the lane-per-cell path and the other paths are not compiled in (fewer registers).
+///   the lane-per-cell path and the other paths are not compiled in.
 /// Preconditions: offsets has num_cells + 1 non-decreasing entries, z has offsets[num_cells] entries
 ///   without NaN or -0.0; blockDim.x == balanced_policy::block_threads; queue.counters zeroed and
 ///   the queue sized as in launch_balanced.
 /// Result: the requested bands of every cell of every tile not queued, once the kernel has completed.
-/// Partial tiles: lanes past num_cells have end = offsets[num_cells], so n = 0; they take part in
-///   every shuffle, ballot and share, and store nothing.
+/// Partial tiles: lanes past num_cells have begin = end = offsets[num_cells], so n = 0; they take
+///   part in every shuffle and ballot, and store nothing.
 /// Example (lane_max 2, warp_max 8): offsets=[0,1,6,6,8] z=[4, 8,6,7,5,3, 2,9]: one tile of 8
-///   points, cell 1 has 5 > 2: split evenly, shares of 1 point (lanes 0-7); slots end up
-///   lo=[4,3,+inf,2] hi=[4,8,-inf,9]: min=[4,3,nodata,2], range=[0,5,nodata,7].
+///   points; cell 1 has 5 > 2 points: lanes 0 and 3 fold their cells, then the warp folds z[1, 6)
+///   (lanes 0-4 one point each) and lane 1 gets (3, 8): min=[4,3,nodata,2], range=[0,5,nodata,7].
 template <bool AllSmall>
-static __global__ void __launch_bounds__(balanced_policy::block_threads)
+static __global__ void __launch_bounds__(balanced_policy::block_threads, balanced_policy::tile_min_blocks_per_sm)
   reduce_balanced_tile_kernel(point_offset const* __restrict__ offsets, double const* __restrict__ z,
                               std::uint64_t num_cells, balanced_params params, tile_queue queue, output_bands out,
                               float nodata)
 {
   using policy = balanced_policy;
-  __shared__ tile_slots slots[policy::warps_per_block];
   int const warp = static_cast<int>(threadIdx.x) / warp_size;
   int const lane = static_cast<int>(threadIdx.x) % warp_size;
-  tile_slots& s = slots[warp];
   std::uint64_t const tiles = (num_cells + warp_size - 1) / warp_size;
   std::uint64_t const warp_stride = static_cast<std::uint64_t>(gridDim.x) * policy::warps_per_block;
 
@@ -187,11 +230,12 @@ static __global__ void __launch_bounds__(balanced_policy::block_threads)
     std::uint64_t const begin = offsets[cell < num_cells ? cell : num_cells];
     std::uint64_t const end = offsets[cell < num_cells ? cell + 1 : num_cells];
     std::uint64_t const n = end - begin;
+    bool const own = n <= params.lane_max;
 
     double lo = ::cuda::std::numeric_limits<double>::infinity();
     double hi = -::cuda::std::numeric_limits<double>::infinity();
-    if (AllSmall || __all_sync(full_warp_mask, n <= params.lane_max)) {
-      fold_run(z, begin, end, lo, hi);
+    if (AllSmall || __all_sync(full_warp_mask, own)) {
+      fold_lane(z + begin, n, lo, hi);
     } else {
       std::uint64_t const tile_begin = __shfl_sync(full_warp_mask, begin, 0);
       std::uint64_t const tile_end = __shfl_sync(full_warp_mask, end, warp_size - 1);
@@ -220,15 +264,9 @@ static __global__ void __launch_bounds__(balanced_policy::block_threads)
         }
         continue;  // warp-uniform: kernel 2 stores this tile
       }
-      s.end[lane] = end;
-      s.lo[lane] = ordered_plus_inf;
-      s.hi[lane] = ordered_minus_inf;
-      __syncwarp();
-      fold_balanced(z, s, tile_begin, tile_end, lane);
-      __syncwarp();
-      lo = from_ordered_bits(s.lo[lane]);
-      hi = from_ordered_bits(s.hi[lane]);
-      __syncwarp();  // every lane has read its slots before the next tile resets them
+      if (own) { fold_lane(z + begin, n, lo, hi); }
+      warp_cells(z, __ballot_sync(full_warp_mask, !own), begin, end, 0,
+                 ::cuda::std::numeric_limits<std::uint64_t>::max(), lane, lo, hi);
     }
     if (cell < num_cells) { store_cell(out, cell, cell_moments{n, lo, hi, 0.0, 0.0}, nodata); }
   }
@@ -236,10 +274,10 @@ static __global__ void __launch_bounds__(balanced_policy::block_threads)
 
 /// Kernel 2.
 /// Mapping: one warp per queued chunk, grid-stride over queue.counters[1] chunks. The warp loads
-///   its tile's cell ends, folds the chunk's points evenly split over its lanes into shared slots,
-///   merges the slots it touched into the tile's global slots (atomicMin/atomicMax), fences, and
-///   counts the chunk done; the warp that counts the tile's last chunk fences and stores the
-///   tile's 32 cells.
+///   its tile's cell bounds, reduces the part of every cell that overlaps the chunk (warp_cells),
+///   each cell's lane merges that part into the tile's global slots (atomicMin/atomicMax), fences,
+///   and the warp counts the chunk done; the warp that counts the tile's last chunk fences and
+///   stores the tile's 32 cells.
 /// Preconditions: kernel 1 has completed with this queue (stream order); blockDim.x ==
 ///   balanced_policy::block_threads.
 /// Result: the requested bands of every cell of every queued tile, once the kernel has completed.
@@ -250,10 +288,8 @@ static __global__ void __launch_bounds__(balanced_policy::block_threads)
                                std::uint64_t num_cells, tile_queue queue, output_bands out, float nodata)
 {
   using policy = balanced_policy;
-  __shared__ tile_slots slots[policy::warps_per_block];
   int const warp = static_cast<int>(threadIdx.x) / warp_size;
   int const lane = static_cast<int>(threadIdx.x) % warp_size;
-  tile_slots& s = slots[warp];
   std::uint64_t const chunks = queue.counters[1];
   std::uint64_t const warp_stride = static_cast<std::uint64_t>(gridDim.x) * policy::warps_per_block;
   std::uint64_t const size = queue.chunk_points;
@@ -273,16 +309,15 @@ static __global__ void __launch_bounds__(balanced_policy::block_threads)
 
     std::uint64_t const cell = first + static_cast<std::uint64_t>(lane);
     std::uint64_t const end = offsets[cell < num_cells ? cell + 1 : num_cells];
-    __syncwarp();  // every lane is done with the previous chunk's slots
-    s.end[lane] = end;
-    s.lo[lane] = ordered_plus_inf;
-    s.hi[lane] = ordered_minus_inf;
-    __syncwarp();
-    fold_balanced(z, s, b, e, lane);
-    __syncwarp();
-    if (s.lo[lane] != ordered_plus_inf) {  // this chunk has points of the lane's cell
-      atomicMin(&q.lo[lane], s.lo[lane]);
-      atomicMax(&q.hi[lane], s.hi[lane]);
+    std::uint64_t const left_end = __shfl_up_sync(full_warp_mask, end, 1);
+    std::uint64_t const begin = lane == 0 ? tile_begin : left_end;
+    bool const touches = begin < e && end > b;  // this chunk holds points of the lane's cell
+    double lo = ::cuda::std::numeric_limits<double>::infinity();
+    double hi = -::cuda::std::numeric_limits<double>::infinity();
+    warp_cells(z, __ballot_sync(full_warp_mask, touches), begin, end, b, e, lane, lo, hi);
+    if (touches) {
+      atomicMin(&q.lo[lane], ordered_bits(lo));
+      atomicMax(&q.hi[lane], ordered_bits(hi));
     }
     __threadfence();  // each lane's merges are visible device-wide before the chunk counts as done
     __syncwarp();
@@ -294,11 +329,9 @@ static __global__ void __launch_bounds__(balanced_policy::block_threads)
     // The last chunk: every other chunk's merges are fenced before its count.
     __threadfence();
     __syncwarp();
-    std::uint64_t const left_end = __shfl_up_sync(full_warp_mask, end, 1);
-    std::uint64_t const begin = lane == 0 ? tile_begin : left_end;
-    double const lo = from_ordered_bits(__ldcg(&q.lo[lane]));
-    double const hi = from_ordered_bits(__ldcg(&q.hi[lane]));
-    if (cell < num_cells) { store_cell(out, cell, cell_moments{end - begin, lo, hi, 0.0, 0.0}, nodata); }
+    double const tile_lo = from_ordered_bits(__ldcg(&q.lo[lane]));
+    double const tile_hi = from_ordered_bits(__ldcg(&q.hi[lane]));
+    if (cell < num_cells) { store_cell(out, cell, cell_moments{end - begin, tile_lo, tile_hi, 0.0, 0.0}, nodata); }
   }
 }
 
@@ -308,11 +341,34 @@ inline std::uint64_t balanced_max_queued_tiles(std::uint64_t points, std::uint64
   return warp_max == ::cuda::std::numeric_limits<std::uint64_t>::max() ? 0 : points / (warp_max + 1);
 }
 
+/// Blocks of kernel 2 that the current device holds at once (SMs x resident blocks per SM), looked
+/// up once per device: the queries would otherwise sit between the two launches on every call.
+inline unsigned int resident_chunk_blocks()
+{
+  int device = 0;
+  CUDA_TRY(cudaGetDevice(&device));
+  static std::array<std::atomic<unsigned int>, 64> cache{};
+  bool const cached = device >= 0 && device < static_cast<int>(cache.size());
+  if (cached) {
+    if (unsigned int const known = cache[static_cast<std::size_t>(device)].load(std::memory_order_relaxed)) {
+      return known;
+    }
+  }
+  int sms = 0;
+  int per_sm = 0;
+  CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, reduce_balanced_chunk_kernel,
+                                                         balanced_policy::block_threads, 0));
+  auto const blocks = static_cast<unsigned int>(std::max(sms, 1) * std::max(per_sm, 1));
+  if (cached) { cache[static_cast<std::size_t>(device)].store(blocks, std::memory_order_relaxed); }
+  return blocks;
+}
+
 /// Runs kernel 1, and kernel 2 when a tile may be queued, over every cell of `csr` for a request
 /// without sums. csr.max_cell_points (when known) leaves out what cannot happen: no cell above
 /// lane_max -> the lane-per-cell kernel alone; no tile above warp_max -> no queue and no kernel 2.
-/// Allocates the queue (stream-ordered): 2 counters, a queued_tile (552 bytes) per possible tile
-/// and an owner (8 bytes) per possible chunk.
+/// Allocates the queue (stream-ordered, one allocation): 2 counters, a queued_tile (552 bytes) per
+/// possible tile and an owner (8 bytes) per possible chunk.
 inline void launch_balanced(device_csr_view const& csr, output_bands const& out, float nodata,
                             hybrid_thresholds const& t, cudaStream_t stream)
 {
@@ -330,11 +386,19 @@ inline void launch_balanced(device_csr_view const& csr, output_bands const& out,
                                        : t.split_chunk_points;
   std::uint64_t const max_chunks = max_tiles == 0 ? 0 : csr.num_points / chunk_points + max_tiles;
 
-  device_buffer<unsigned long long> counters(max_tiles == 0 ? 0 : 2, stream);
-  counters.fill_bytes(0, stream);
-  device_buffer<queued_tile> tiles_queued(max_tiles, stream);
-  device_buffer<unsigned long long> owners(max_chunks, stream);
-  tile_queue const queue{counters.data(), tiles_queued.data(), owners.data(), chunk_points};
+  // One allocation: counters, then the tiles, then the chunk owners (all 8-byte aligned).
+  static_assert(sizeof(queued_tile) % sizeof(unsigned long long) == 0);
+  std::uint64_t const words = max_tiles == 0 ? 0
+                                             : 2 + max_tiles * (sizeof(queued_tile) / sizeof(unsigned long long)) +
+                                                 max_chunks;
+  device_buffer<unsigned long long> queue_memory(words, stream);
+  tile_queue queue{nullptr, nullptr, nullptr, chunk_points};
+  if (words > 0) {
+    CUDA_TRY(cudaMemsetAsync(queue_memory.data(), 0, 2 * sizeof(unsigned long long), stream));
+    queue.counters = queue_memory.data();
+    queue.tiles = reinterpret_cast<queued_tile*>(queue_memory.data() + 2);
+    queue.chunk_owner = queue_memory.data() + 2 + max_tiles * (sizeof(queued_tile) / sizeof(unsigned long long));
+  }
   // Without a queue the warp budget is unbounded: kernel 1 never queues (and max_tiles is 0 only
   // when no tile can exceed it).
   balanced_params const params{t.lane_max_points,
@@ -348,12 +412,8 @@ inline void launch_balanced(device_csr_view const& csr, output_bands const& out,
   CUDA_CHECK_LAUNCH();
   if (max_tiles == 0) { return; }
 
-  int device = 0;
-  int sms = 0;
-  CUDA_TRY(cudaGetDevice(&device));
-  CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  auto const chunk_blocks = std::min<unsigned int>(grid_blocks(max_chunks, policy::warps_per_block),
-                                                   static_cast<unsigned int>(sms * policy::chunk_blocks_per_sm));
+  auto const chunk_blocks =
+    std::min<unsigned int>(grid_blocks(max_chunks, policy::warps_per_block), resident_chunk_blocks());
   reduce_balanced_chunk_kernel<<<chunk_blocks, policy::block_threads, 0, stream>>>(csr.offsets, csr.z, csr.num_cells,
                                                                                    queue, out, nodata);
   CUDA_CHECK_LAUNCH();

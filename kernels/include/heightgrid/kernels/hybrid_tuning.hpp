@@ -18,11 +18,14 @@ namespace heightgrid {
 struct hybrid_thresholds {
   /// A cell of at most this many points is reduced by its own lane, sequentially.
   std::uint64_t lane_max_points{0};
-  /// The tile's bigger cells are reduced by the whole warp, one after the other, while their
-  /// running total (in lane order) is at most this; the rest are split. So one warp never reduces
-  /// more than this many points cooperatively per tile.
+  /// Requests without sums: a tile with a bigger cell and more points than this is queued and cut
+  /// into chunks that many warps share; otherwise the warp reduces its bigger cells one after the
+  /// other. Requests with sums: the tile's bigger cells are reduced by the whole warp while their
+  /// running total (in lane order) is at most this; the rest are split. Either way one warp never
+  /// reduces more than this many points cooperatively per tile.
   std::uint64_t warp_max_points{0};
-  /// A split cell is cut into chunks of this many points, one warp each, merged afterwards. >= 1.
+  /// A queued tile (no sums) or a split cell (sums) is cut into chunks of this many points, one warp
+  /// each, merged afterwards. >= 1.
   std::uint64_t split_chunk_points{0};
   /// Requests with sums only: a tile whose points number at most 32 x this (and that has no split
   /// cell) is first copied into shared memory with coalesced loads, then reduced from there. 0 turns
