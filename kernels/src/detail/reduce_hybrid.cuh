@@ -50,9 +50,9 @@ namespace heightgrid::detail {
 ///  - split_chunk_points 2048: chunks of 2048 points, 64 per lane (a 10^7-point cell becomes 4883
 ///    chunks; 65536-point chunks were 1.3x slower on the `hot` grid and clustered).
 ///  - stage_points_per_lane 0: staging small tiles into shared memory never paid: 2-16 points per
-///    lane cost 0-20 % on every kind in the points-balanced kernels (and once more, 20 %, on skewed
+///    lane cost 0-20 % on every kind in the no-sums kernels (and once more, 20 %, on skewed
 ///    with their final lane fold) and 20-35 % in the kernels below, which still have it.
-/// Requests without sums (min/max/range/count) run the points-balanced kernels of
+/// Requests without sums (min/max/range/count) run the kernels of
 /// reduce_hybrid_balanced.cuh with lane_max, warp_max and split_chunk; requests with sums run the
 /// kernels below, which use the same three thresholds with the meanings given there.
 struct hybrid_policy {
@@ -524,7 +524,7 @@ inline void launch_warp_per_tile(device_csr_view const& csr, metric_request cons
           "hybrid: stage_points_per_lane " + std::to_string(t.stage_points_per_lane) + " is above the maximum of " +
             std::to_string(hybrid_max_stage_points_per_lane));
   if (csr.num_cells == 0) { return; }
-  if (!request.needs_sums()) {  // min/max/range/count: the points-balanced kernels
+  if (!request.needs_sums()) {  // min/max/range/count: reduce_hybrid_balanced.cuh
     launch_balanced(csr, out, nodata, t, stream);
     return;
   }
