@@ -34,6 +34,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <exception>
 #include <functional>
 #include <iostream>
 #include <random>
@@ -65,9 +66,21 @@ struct sweep_options {
   std::exit(2);
 }
 
+/// std::stod / std::stoull with a usage error instead of an exception for what is not a number.
+template <typename F>
+auto number(std::string const& option, std::string const& text, F&& convert)
+{
+  try {
+    return convert(text);
+  } catch (std::exception const&) {
+    usage(option + ": '" + text + "' is not a number");
+  }
+}
+
 sweep_options parse(int argc, char** argv)
 {
   sweep_options o;
+  auto const to_double = [](std::string const& t) { return std::stod(t); };
   for (int i = 1; i < argc; ++i) {
     std::string const a = argv[i];
     auto const value = [&]() -> std::string {
@@ -75,15 +88,15 @@ sweep_options parse(int argc, char** argv)
       return argv[++i];
     };
     if (a == "--points") {
-      o.points = static_cast<std::uint64_t>(std::stod(value()));
+      o.points = static_cast<std::uint64_t>(number(a, value(), to_double));
     } else if (a == "--kinds") {
       o.kinds.clear();
       std::stringstream list(value());
       for (std::string k; std::getline(list, k, ',');) { o.kinds.push_back(k); }
     } else if (a == "--repeat") {
-      o.repeat = std::stoi(value());
+      o.repeat = number(a, value(), [](std::string const& t) { return std::stoi(t); });
     } else if (a == "--seed") {
-      o.seed = std::stoull(value());
+      o.seed = number(a, value(), [](std::string const& t) { return std::stoull(t); });
     } else if (a == "--grid") {
       auto const g = value();
       if (g != "full" && g != "axes") { usage("--grid: '" + g + "' is not full or axes"); }
@@ -94,7 +107,7 @@ sweep_options parse(int argc, char** argv)
       auto& list = a == "--lanes" ? o.lanes : (a == "--warps" ? o.warps : o.chunks);
       list.clear();
       std::stringstream items(value());
-      for (std::string v; std::getline(items, v, ',');) { list.push_back(static_cast<std::uint64_t>(std::stod(v))); }
+      for (std::string v; std::getline(items, v, ',');) { list.push_back(static_cast<std::uint64_t>(number(a, v, to_double))); }
       if (list.empty()) { usage(a + " needs at least one value"); }
       if (a == "--chunks" && std::find(list.begin(), list.end(), 0) != list.end()) { usage("--chunks: 0 is not a chunk size"); }
     } else {

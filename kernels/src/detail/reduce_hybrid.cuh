@@ -41,20 +41,22 @@ namespace heightgrid::detail {
 /// Why the defaults (hybrid_sweep --points 1e8 on an H100, range + count, 2026-11-22 second run:
 /// docs/benchmarks.md, "Thresholds sweep"):
 ///  - lane_max_points 32: a cell of at most 32 points is reduced by its own lane; a tile holding a
-///    bigger cell reduces that cell with the whole warp (coalesced loads). lidar 0.372 ms at 32 vs
-///    0.395 at 128 and 0.405 at 64 (its 33-77-point cells take 9-20 dependent steps on one lane);
-///    skewed 0.734 vs 0.770; uniform equal (0.349); clustered 0.420 vs 0.400 (the cost).
+///    bigger cell reduces that cell with the whole warp (coalesced loads). At warp_max 2048: lidar
+///    0.372 ms at 32 vs 0.401 at 64 and 0.394 at 128 (its 33-77-point cells take 9-20 dependent
+///    steps on one lane); against the old 128/1024: skewed 0.743 vs 0.767, uniform 0.350 vs 0.351,
+///    clustered 0.414 vs 0.396 (the cost).
 ///  - warp_max_points 2048: a tile with more points (and a cell above lane_max) is queued and cut
-///    into chunks. With lane_max 32, 512 sends lidar's dense overlap tiles to the queue (0.544 ms);
-///    2048 keeps them in kernel 1 (0.372) and costs clustered 4 % against 512.
+///    into chunks. With lane_max 32, 512 sends lidar's dense overlap tiles to the queue (0.553 ms);
+///    2048 keeps them in kernel 1 (0.372) and costs clustered 4 % against 512 (0.414 vs 0.398).
 ///  - split_chunk_points 2048: chunks of 2048 points, 64 per lane (a 10^7-point cell becomes 4883
 ///    chunks; 65536-point chunks were 1.3x slower on the `hot` grid and clustered).
 ///  - stage_points_per_lane 0: staging small tiles into shared memory never paid: 2-16 points per
 ///    lane cost 0-20 % on every kind in the no-sums kernels (and once more, 20 %, on skewed
 ///    with their final lane fold) and 20-35 % in the kernels below, which still have it.
-/// Requests without sums (min/max/range/count) run the kernels of
-/// reduce_hybrid_balanced.cuh with lane_max, warp_max and split_chunk; requests with sums run the
-/// kernels below, which use the same three thresholds with the meanings given there.
+/// Requests without sums (min/max/range/count) run the kernels of reduce_hybrid_balanced.cuh with
+/// lane_max, warp_max and split_chunk (hybrid_defaults()); requests with sums run the kernels below
+/// with sums_lane_max and sums_warp_max instead (hybrid_sums_defaults()), in the meanings given
+/// there.
 struct hybrid_policy {
   static constexpr int warps_per_block = 8;
   static constexpr int block_threads = warps_per_block * warp_size;
@@ -71,18 +73,22 @@ struct hybrid_policy {
   static constexpr std::uint64_t lane_max_points = 32;
   static constexpr std::uint64_t warp_max_points = 2048;
   static constexpr std::uint64_t split_chunk_points = 2048;
+  /// Requests with sums: the values their kernels had when they were last the only hybrid kernels.
+  /// With lane_max 32 / warp_max 2048 they measured lidar 0.787 ms against thread's 0.440 (H100,
+  /// compare --metrics range,mean,stddev, 10^8 points); with these, 0.611.
+  static constexpr std::uint64_t sums_lane_max_points = 128;
+  static constexpr std::uint64_t sums_warp_max_points = 1024;
   /// 0: no shared-memory staging. Measured on an H100 (hybrid_sweep --points 1e8, docs/benchmarks.md):
   /// staging 16 points per lane cost 20-35 % against no staging on every synthetic kind.
   static constexpr std::uint32_t stage_points_per_lane = 0;
 };
 
-/// The thresholds of requests with sums (mean/stddev), which run the kernels below: lane_max 128
-/// and warp_max 1024, the values these kernels had when they were last the only hybrid kernels.
-/// Measured on an H100 with hybrid_defaults() instead (compare --metrics range,mean,stddev, 10^8):
-/// lidar 0.787 ms against thread's 0.440.
+/// The thresholds of requests with sums (mean/stddev), which run the kernels below.
 inline hybrid_thresholds hybrid_sums_defaults() noexcept
 {
-  return {128, 1024, hybrid_policy::split_chunk_points, hybrid_policy::stage_points_per_lane};
+  using policy = hybrid_policy;
+  return {policy::sums_lane_max_points, policy::sums_warp_max_points, policy::split_chunk_points,
+          policy::stage_points_per_lane};
 }
 
 inline hybrid_thresholds hybrid_defaults() noexcept

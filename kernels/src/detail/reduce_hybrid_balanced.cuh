@@ -22,7 +22,7 @@
 //
 // Measured on an H100 (docs/benchmarks.md, "Hybrid mode"), and why the code looks as it does:
 //  - the tile kernel is latency-bound on sparse grids (skewed: 2 points per cell); it must stay at
-//    32 registers (full occupancy: __launch_bounds__(256, 8)): a 38-register build was 10-20 %
+//    32 registers (full occupancy: __launch_bounds__(256, 8)): a 38-register build was 3-21 %
 //    slower on skewed, clustered and hot;
 //  - a lane's run is folded in steps of 4 loads with the loop not unrolled, and its last 1-3 points
 //    are loaded together under predicates: skewed 0.73 ms instead of 0.88 with the compiler's
@@ -32,7 +32,7 @@
 //    tile's points over the lanes merged with shared-memory atomics (64-bit atomicMin/Max on shared
 //    memory compile to compare-and-swap loops): clustered 0.39 ms instead of 0.47.
 //  Measured and dropped: staging a tile's points in shared memory with coalesced loads (skewed
-//  0.87-0.89 ms vs 0.73-0.76), a resident-blocks grid-stride launch (5-25 % slower on every kind),
+//  0.87-0.89 ms vs 0.73-0.76), a resident-blocks grid-stride launch (5-21 % slower on every kind),
 //  choosing an unrolled fold per tile by the tile's largest cell (skewed 0.79 vs 0.73), 8 loads per
 //  step (skewed 0.76), rounds of 8 predicated loads (uniform 0.37 vs 0.34), and queueing only
 //  tiles that hold a cell above 128 points (clustered 0.43 vs 0.40).

@@ -36,7 +36,9 @@ struct hybrid_thresholds {
 /// Upper bound of hybrid_thresholds::stage_points_per_lane (the shared memory of a block).
 inline constexpr std::uint32_t hybrid_max_stage_points_per_lane = 64;
 
-/// The thresholds reduce(..., reduce_mode::hybrid, ...) uses: hybrid_policy's constants.
+/// The thresholds reduce(..., reduce_mode::hybrid, ...) uses for requests without sums:
+/// hybrid_policy's constants (requests with mean/stddev use their own, sums_lane_max_points and
+/// sums_warp_max_points).
 /// Throws error_kind::device in a build without CUDA.
 [[nodiscard]] hybrid_thresholds default_hybrid_thresholds();
 
