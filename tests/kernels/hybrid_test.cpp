@@ -46,6 +46,15 @@ std::vector<named_thresholds> threshold_sets()
     {"lane8_warp100_chunk33_stage1", {8, 100, 33, 1}},
     {"lane_only_stage64", {unbounded, unbounded, 8192, 64}},  // one lane per cell, whatever its size
     {"warp_only", {0, unbounded, 8192, 16}},           // the warp reduces every non-empty cell
+    // Requests without sums: lanes fold runs of 2, 4 or 8 cells; tiles with a cell above lane_max
+    // fall back to tiles of 32 cells (lane, warp, queue).
+    {"cells2_lane3_warp64_chunk7", {3, 64, 7, 0, 2, 0}},
+    {"cells4_lane8_warp100_chunk33", {8, 100, 33, 0, 4, 0}},
+    {"cells8_lane32_warp2048_chunk256", {32, 2048, 256, 0, 8, 0}},
+    {"cells8_lane_only", {unbounded, unbounded, 8192, 0, 8, 0}},
+    // Requests without sums: every grid of the tests whose biggest cell is small enough runs the
+    // warp-per-cell kernel.
+    {"warp_grid", {32, 2048, 2048, 0, 0, unbounded}},
   };
 }
 
@@ -240,6 +249,40 @@ TEST_F(Hybrid, HeavySkew)
   EXPECT_TRUE(same_results(fast, thread, range_only, csr.num_cells(), -1)) << "hybrid vs thread";
 }
 
+// Sparse and skewed grids of every size around the tile sizes (32 x 1, 2, 4, 8 cells), for every
+// cells_per_lane: runs that start and end in empty cells, partial last tiles, a big cell in some
+// tiles only (the fall-back to tiles of 32), and grids whose biggest cell is within lane_max (the
+// kernel then skips its size checks) as well as beyond it.
+TEST_F(Hybrid, CellsPerLaneOnSparseAndSkewedGrids)
+{
+  auto const request = metric_request::from({metric::min, metric::max, metric::range, metric::count});
+  std::mt19937_64 rng(21);
+  std::geometric_distribution<std::uint64_t> sparse(0.7);  // mostly 0, sometimes 1-5
+  std::uniform_int_distribution<std::uint64_t> big(33, 5000);
+  for (std::uint64_t const cells : {1ULL, 31ULL, 32ULL, 33ULL, 63ULL, 64ULL, 65ULL, 127ULL, 128ULL, 129ULL, 255ULL,
+                                    256ULL, 257ULL, 1000ULL, 4099ULL, 70001ULL}) {
+    for (bool const with_big : {false, true}) {
+      std::vector<std::uint64_t> counts(cells);
+      for (auto& c : counts) { c = with_big && rng() % 97 == 0 ? big(rng) : sparse(rng); }
+      auto const csr = make_csr(counts, cells + (with_big ? 1 : 0));
+      auto const want = reduce_cells_cpu(csr, request);
+      auto const device = device_csr::from_host(csr, nullptr);
+      for (std::uint32_t const k : {0U, 1U, 2U, 4U, 8U}) {
+        for (std::uint64_t const lane_max : {1ULL, 4ULL, 32ULL}) {
+          auto t = default_hybrid_thresholds();
+          t.cells_per_lane = k;
+          t.lane_max_points = lane_max;
+          t.warp_grid_max_cells = 0;
+          auto const got = reduce_hybrid(device, request, default_nodata, t, nullptr).to_host(nullptr);
+          EXPECT_TRUE(same_results(got, want, request, csr.num_cells()))
+            << cells << " cells" << (with_big ? " with big ones" : "") << ", cells_per_lane " << k << ", lane_max "
+            << lane_max;
+        }
+      }
+    }
+  }
+}
+
 TEST_F(Hybrid, InvalidThresholdsAreUsageErrors)
 {
   auto const device = device_csr::from_host(make_csr({3, 0, 5}, 14), nullptr);
@@ -257,6 +300,11 @@ TEST_F(Hybrid, InvalidThresholdsAreUsageErrors)
   t = default_hybrid_thresholds();
   t.stage_points_per_lane = hybrid_max_stage_points_per_lane + 1;
   expect_usage(t, "stage_points_per_lane above the maximum");
+  for (std::uint32_t const k : {3U, 16U}) {
+    t = default_hybrid_thresholds();
+    t.cells_per_lane = k;
+    expect_usage(t, "cells_per_lane not a power of two up to 8");
+  }
 }
 
 TEST_F(Hybrid, DefaultsAreThoseOfTheMode)

@@ -81,6 +81,11 @@ struct hybrid_policy {
   /// 0: no shared-memory staging. Measured on an H100 (hybrid_sweep --points 1e8, docs/benchmarks.md):
   /// staging 16 points per lane cost 20-35 % against no staging on every synthetic kind.
   static constexpr std::uint32_t stage_points_per_lane = 0;
+  /// Requests without sums: 0 = cells per lane chosen from the mean points per cell.
+  static constexpr std::uint32_t cells_per_lane = 0;
+  /// Requests without sums: grids of at most this many cells (about the warps an H100 holds at
+  /// once, 132 SMs x 64) run one warp per cell.
+  static constexpr std::uint64_t warp_grid_max_cells = 8192;
 };
 
 /// The thresholds of requests with sums (mean/stddev), which run the kernels below.
@@ -94,8 +99,8 @@ inline hybrid_thresholds hybrid_sums_defaults() noexcept
 inline hybrid_thresholds hybrid_defaults() noexcept
 {
   using policy = hybrid_policy;
-  return {policy::lane_max_points, policy::warp_max_points, policy::split_chunk_points,
-          policy::stage_points_per_lane};
+  return {policy::lane_max_points,       policy::warp_max_points, policy::split_chunk_points,
+          policy::stage_points_per_lane, policy::cells_per_lane,  policy::warp_grid_max_cells};
 }
 
 /// The thresholds as kernel 1 uses them.
@@ -529,6 +534,9 @@ inline void launch_warp_per_tile(device_csr_view const& csr, metric_request cons
   EXPECTS(t.stage_points_per_lane <= hybrid_max_stage_points_per_lane, error_kind::usage,
           "hybrid: stage_points_per_lane " + std::to_string(t.stage_points_per_lane) + " is above the maximum of " +
             std::to_string(hybrid_max_stage_points_per_lane));
+  EXPECTS(t.cells_per_lane <= hybrid_max_cells_per_lane && (t.cells_per_lane & (t.cells_per_lane - 1)) == 0,
+          error_kind::usage,
+          "hybrid: cells_per_lane " + std::to_string(t.cells_per_lane) + " is not 0 (auto), 1, 2, 4 or 8");
   if (csr.num_cells == 0) { return; }
   if (!request.needs_sums()) {  // min/max/range/count: reduce_hybrid_balanced.cuh
     launch_balanced(csr, out, nodata, t, stream);

@@ -3,6 +3,15 @@
 // own lane when it is small and by the whole warp with coalesced loads when it is not; tiles too big
 // for one warp are queued and cut into chunks that many warps share.
 //
+// Which kernels run is chosen on the host from the grid's shape (launch_balanced):
+//  - a small grid (at most hybrid_thresholds::warp_grid_max_cells cells, none above
+//    hybrid_warp_grid_max_cell_points): the warp-per-cell kernel alone; tiles of 32 cells would
+//    leave most of the GPU idle (real LAS files of a few thousand cells);
+//  - a sparse grid (under balanced_policy::sparse_mean_points points per cell) with no cell above
+//    lane_max: the thread-per-cell kernel alone (real LAS files gridded into millions of nearly
+//    empty cells);
+//  - otherwise the two kernels below; on sparse grids with some bigger cell, kernel 1 gives each lane
+//    a run of 2 consecutive cells (hybrid_thresholds::cells_per_lane).
 // Two kernels:
 //  1. reduce_balanced_tile_kernel: warp w owns tiles of 32 consecutive cells (lane l: cell 32 t + l).
 //     - every cell of the tile has at most lane_max points: each lane reduces its own cell (the
@@ -34,14 +43,19 @@
 //  Measured and dropped: staging a tile's points in shared memory with coalesced loads (skewed
 //  0.87-0.89 ms vs 0.73-0.76), a resident-blocks grid-stride launch (5-21 % slower on every kind),
 //  choosing an unrolled fold per tile by the tile's largest cell (skewed 0.79 vs 0.73), 8 loads per
-//  step (skewed 0.76), rounds of 8 predicated loads (uniform 0.37 vs 0.34), and queueing only
-//  tiles that hold a cell above 128 points (clustered 0.43 vs 0.40).
+//  step (skewed 0.76), rounds of 8 predicated loads (uniform 0.37 vs 0.34), queueing only tiles
+//  that hold a cell above 128 points (clustered 0.43 vs 0.40), and runs of 2, 4 or 8 cells per
+//  lane on denser grids (skewed 0.79 / 0.81 / 1.04 ms vs 0.73, uniform 0.44 / 0.51 / 1.07 vs 0.35;
+//  a first version that stored each cell as the run passed it, from diverged lanes and 2-8 cells
+//  apart, was 1.4-4x slower still: hence the shared-memory stage of run_stage).
 
 #include "detail/cell_store.cuh"
 #include "detail/cuda_check.cuh"
 #include "detail/device_buffer.cuh"
 #include "detail/launch.cuh"
 #include "detail/ordered_bits.cuh"
+#include "detail/reduce_thread.cuh"
+#include "detail/reduce_warp.cuh"
 #include "heightgrid/kernels/device_csr.hpp"
 #include "heightgrid/kernels/hybrid_tuning.hpp"
 
@@ -62,6 +76,8 @@ struct balanced_policy {
   /// Blocks of the tile kernel that must fit on one SM: 8 x 256 threads = full occupancy, which
   /// caps the kernel at 32 registers.
   static constexpr int tile_min_blocks_per_sm = 8;
+  /// The same for cells_per_lane > 1, whose runs keep K cell ends in registers.
+  static constexpr int run_tile_min_blocks_per_sm = 6;
   /// Independent loads in flight per lane, in a lane's run and in the warp's coalesced loop.
   static constexpr int loads_in_flight = 4;
   /// Grids of fewer points than this cut queued tiles into chunks of at most small_grid_chunk_points
@@ -69,6 +85,16 @@ struct balanced_policy {
   /// does (real LAS files, docs/benchmarks.md).
   static constexpr std::uint64_t small_grid_points = std::uint64_t{1} << 22;
   static constexpr std::uint64_t small_grid_chunk_points = 256;
+  /// cells_per_lane 0 (auto): grids of fewer points per cell than this on average (the real LAS
+  /// files at 1 m: millions of nearly empty cells) run one thread per cell when no cell is above
+  /// lane_max, else kernel 1 with sparse_cells_per_lane cells per lane; denser grids 1 cell per
+  /// lane. Measured on an H100 (docs/benchmarks.md, "Fourth round"): 10^8 cells holding 10^5
+  /// points 0.580 ms with 2 cells per lane, 0.585 with 4, 0.845 with 8, 0.599 with 1, thread mode
+  /// 0.587; real files of 0.66 and 15.6 million cells: thread mode 7.2 and 78.3 us, 2 cells per lane
+  /// 8.2 and 80.5; on skewed (2 points per cell) 2 and 4 cells per lane lost (0.790 and 0.809 ms
+  /// against 0.732), as on every denser kind.
+  static constexpr double sparse_mean_points = 0.5;
+  static constexpr int sparse_cells_per_lane = 2;
 };
 
 /// A queued tile (written whole by kernel 1) and its slots in global memory.
@@ -190,85 +216,207 @@ struct balanced_params {
   std::uint64_t warp_max;  ///< hybrid_thresholds::warp_max_points
 };
 
-/// Kernel 1.
-/// Mapping: one warp per tile of 32 consecutive cells, grid-stride over tiles. Lane l reads
-///   offsets[c] and offsets[c + 1] of its cell c. Then the tile is reduced lane per cell, lanes plus
-///   warp per big cell, or queued (see the file comment); a lane stores its own cell (coalesced
-///   over the tile) unless the tile was queued.
-///   AllSmall: the caller knows that no cell has more than lane_max points, so every tile takes
-///   the lane-per-cell path and the other paths are not compiled in.
-/// Preconditions: offsets has num_cells + 1 non-decreasing entries, z has offsets[num_cells] entries
-///   without NaN or -0.0; blockDim.x == balanced_policy::block_threads; queue.counters zeroed and
-///   the queue sized as in launch_balanced.
-/// Result: the requested bands of every cell of every tile not queued, once the kernel has completed.
+/// One tile of 32 consecutive cells from `first` (lane l: cell first + l), reduced lane per cell,
+/// lanes plus warp per big cell, or queued (see the file comment); a lane stores its own cell
+/// (coalesced over the tile) unless the tile was queued. Every lane must call it with the same first.
+///   AllSmall: the caller knows that no cell has more than lane_max points, so the tile takes the
+///   lane-per-cell path and the other paths are not compiled in.
 /// Partial tiles: lanes past num_cells have begin = end = offsets[num_cells], so n = 0; they take
 ///   part in every shuffle and ballot, and store nothing.
 /// Example (lane_max 2, warp_max 8): offsets=[0,1,6,6,8] z=[4, 8,6,7,5,3, 2,9]: one tile of 8
 ///   points; cell 1 has 5 > 2 points: lanes 0 and 3 fold their cells, then the warp folds z[1, 6)
 ///   (lanes 0-4 one point each) and lane 1 gets (3, 8): min=[4,3,nodata,2], range=[0,5,nodata,7].
 template <bool AllSmall>
-static __global__ void __launch_bounds__(balanced_policy::block_threads, balanced_policy::tile_min_blocks_per_sm)
+__device__ __forceinline__ void reduce_tile32(point_offset const* __restrict__ offsets, double const* __restrict__ z,
+                                              std::uint64_t num_cells, std::uint64_t first,
+                                              balanced_params const& params, tile_queue const& queue,
+                                              output_bands const& out, float nodata, int lane)
+{
+  std::uint64_t const cell = first + static_cast<std::uint64_t>(lane);
+  // Both bounds from memory (two overlapping coalesced loads, as the thread mapping does), not the
+  // left neighbour's end by a shuffle, which waits for the load. Measured on an H100 (compare,
+  // repeat 20): 78-85 us instead of 93 us on the real files gridded into millions of mostly
+  // empty cells; 1-3 % slower at 10^8 points (uniform 0.341 vs 0.338 ms, lidar 0.361 vs 0.350).
+  std::uint64_t const begin = offsets[cell < num_cells ? cell : num_cells];
+  std::uint64_t const end = offsets[cell < num_cells ? cell + 1 : num_cells];
+  std::uint64_t const n = end - begin;
+  bool const own = n <= params.lane_max;
+
+  double lo = ::cuda::std::numeric_limits<double>::infinity();
+  double hi = -::cuda::std::numeric_limits<double>::infinity();
+  if (AllSmall || __all_sync(full_warp_mask, own)) {
+    fold_lane(z + begin, n, lo, hi);
+  } else {
+    std::uint64_t const tile_begin = __shfl_sync(full_warp_mask, begin, 0);
+    std::uint64_t const tile_end = __shfl_sync(full_warp_mask, end, warp_size - 1);
+    if (tile_end - tile_begin > params.warp_max) {  // warp-uniform: queue the tile
+      std::uint64_t const chunks = (tile_end - tile_begin + queue.chunk_points - 1) / queue.chunk_points;
+      unsigned long long slot = 0;
+      unsigned long long first_chunk = 0;
+      if (lane == 0) {
+        slot = atomicAdd(&queue.counters[0], 1ULL);
+        first_chunk = atomicAdd(&queue.counters[1], static_cast<unsigned long long>(chunks));
+      }
+      slot = __shfl_sync(full_warp_mask, slot, 0);
+      first_chunk = __shfl_sync(full_warp_mask, first_chunk, 0);
+      queued_tile& q = queue.tiles[slot];
+      if (lane == 0) {
+        q.first_cell = first;
+        q.begin = tile_begin;
+        q.n = tile_end - tile_begin;
+        q.first_chunk = first_chunk;
+        q.done = 0;
+      }
+      q.lo[lane] = ordered_plus_inf;
+      q.hi[lane] = ordered_minus_inf;
+      for (std::uint64_t k = static_cast<std::uint64_t>(lane); k < chunks; k += warp_size) {
+        queue.chunk_owner[first_chunk + k] = slot;
+      }
+      return;  // warp-uniform: kernel 2 stores this tile
+    }
+    if (own) { fold_lane(z + begin, n, lo, hi); }
+    warp_cells(z, __ballot_sync(full_warp_mask, !own), begin, end, 0,
+               ::cuda::std::numeric_limits<std::uint64_t>::max(), lane, lo, hi);
+  }
+  if (cell < num_cells) { store_cell(out, cell, cell_moments{n, lo, hi, 0.0, 0.0}, nodata); }
+}
+
+/// A warp's results of a run tile (kernel 1 with K > 1 cells per lane), staged in shared memory so
+/// that the stores to the bands are coalesced: lane l writes cells K l .. K l + K - 1 as its run
+/// passes them, then lane l stores cells l, l + 32, ... of the tile.
+template <int K>
+struct run_stage {
+  double lo[warp_size * K];
+  double hi[warp_size * K];
+  std::uint32_t n[warp_size * K];
+};
+
+/// One lane folds the run p[0, e[K-1]) that holds its K consecutive cells, cell j ending at e[j]
+/// (relative to the run's start, non-decreasing), and writes cell j's count, min and max to
+/// stage slot first_slot + j as soon as the run passes the cell's end. Steps of loads_in_flight
+/// independent loads (not unrolled, as fold_lane), the last 1-3 loaded together under predicates;
+/// the point at index i first closes every cell that ends at or before i.
+/// Example: K = 4, e = {2, 2, 5, 6}: p[0], p[1] -> slot 0, slot 1 empty, p[2..4] -> slot 2, p[5] ->
+///   slot 3.
+template <int K>
+__device__ __forceinline__ void fold_run(double const* __restrict__ p, std::uint32_t (&e)[K], run_stage<K>& stage,
+                                         int first_slot)
+{
+  constexpr int step = balanced_policy::loads_in_flight;
+  std::uint32_t const n = e[K - 1];
+  int slot = first_slot;
+  int const stop_slot = first_slot + K;
+  std::uint32_t cell_begin = 0;
+  double lo = ::cuda::std::numeric_limits<double>::infinity();
+  double hi = -::cuda::std::numeric_limits<double>::infinity();
+  // Closes the current cell (ending at e[0]) and moves to the next: e shifts down by one.
+  auto const next_cell = [&] {
+    stage.n[slot] = e[0] - cell_begin;
+    stage.lo[slot] = lo;
+    stage.hi[slot] = hi;
+    cell_begin = e[0];
+#pragma unroll
+    for (int j = 0; j + 1 < K; ++j) { e[j] = e[j + 1]; }
+    ++slot;
+    lo = ::cuda::std::numeric_limits<double>::infinity();
+    hi = -::cuda::std::numeric_limits<double>::infinity();
+  };
+  auto const take = [&](std::uint32_t i, double v) {
+    while (i >= e[0]) { next_cell(); }  // ends: e[K - 1] == n > i, so the shifts stop in time
+    lo = min_of(lo, v);
+    hi = max_of(hi, v);
+  };
+  std::uint32_t i = 0;
+#pragma unroll 1
+  for (; i + step <= n; i += step) {
+    double v[step];
+#pragma unroll
+    for (int k = 0; k < step; ++k) { v[k] = __ldg(p + i + k); }
+#pragma unroll
+    for (int k = 0; k < step; ++k) { take(i + static_cast<std::uint32_t>(k), v[k]); }
+  }
+  static_assert(step == 4, "the tail below handles up to 3 points");
+  if (i < n) {
+    double const v0 = __ldg(p + i);
+    double const v1 = i + 1 < n ? __ldg(p + i + 1) : v0;
+    double const v2 = i + 2 < n ? __ldg(p + i + 2) : v0;
+    take(i, v0);
+    if (i + 1 < n) { take(i + 1, v1); }
+    if (i + 2 < n) { take(i + 2, v2); }
+  }
+  while (slot < stop_slot) { next_cell(); }  // the last non-empty cell and the empty ones after it
+}
+
+/// Kernel 1.
+/// Mapping: one warp per tile of 32 x K consecutive cells, grid-stride over tiles.
+///   K == 1: reduce_tile32 (lane l: cell 32 t + l).
+///   K > 1: lane l owns the K cells from 32 K t + K l, reads their K + 1 bounds (independent loads)
+///   and, when no cell of the warp's tile has more than lane_max points, folds its K cells as one
+///   contiguous run (fold_run): a lane has K times the points in flight of one cell, which is what
+///   sparse grids lack. Otherwise the tile is reduced as K tiles of 32 cells by reduce_tile32.
+/// Preconditions: offsets has num_cells + 1 non-decreasing entries, z has offsets[num_cells] entries
+///   without NaN or -0.0; blockDim.x == balanced_policy::block_threads; queue.counters zeroed and
+///   the queue sized as in launch_balanced.
+/// Result: the requested bands of every cell of every tile not queued, once the kernel has completed.
+/// Example (K = 2, lane_max 3): offsets = [0,2,2,5,6]: lane 0 folds z[0, 2) into cell 0 and stores
+///   cell 1 empty; lane 1 folds z[2, 6): z[2..4] -> cell 2, z[5] -> cell 3; lanes 2-31 own cells
+///   past num_cells (empty runs) and store nothing.
+template <bool AllSmall, int K>
+static __global__ void __launch_bounds__(balanced_policy::block_threads,
+                                         K == 1 ? balanced_policy::tile_min_blocks_per_sm
+                                                : balanced_policy::run_tile_min_blocks_per_sm)
   reduce_balanced_tile_kernel(point_offset const* __restrict__ offsets, double const* __restrict__ z,
                               std::uint64_t num_cells, balanced_params params, tile_queue queue, output_bands out,
                               float nodata)
 {
   using policy = balanced_policy;
+  constexpr std::uint64_t tile_cells = std::uint64_t{warp_size} * K;
+  constexpr std::uint64_t max_run_points = 0xffffffffULL;  // a run's positions are 32-bit
   int const warp = static_cast<int>(threadIdx.x) / warp_size;
   int const lane = static_cast<int>(threadIdx.x) % warp_size;
-  std::uint64_t const tiles = (num_cells + warp_size - 1) / warp_size;
+  std::uint64_t const tiles = (num_cells + tile_cells - 1) / tile_cells;
   std::uint64_t const warp_stride = static_cast<std::uint64_t>(gridDim.x) * policy::warps_per_block;
 
   for (std::uint64_t tile = static_cast<std::uint64_t>(blockIdx.x) * policy::warps_per_block +
                             static_cast<std::uint64_t>(warp);
        tile < tiles; tile += warp_stride) {
-    std::uint64_t const first = tile * warp_size;
-    std::uint64_t const cell = first + static_cast<std::uint64_t>(lane);
-    // Both bounds from memory (two overlapping coalesced loads, as the thread mapping does), not the
-    // left neighbour's end by a shuffle, which waits for the load. Measured on an H100 (compare,
-    // repeat 20): 78-85 us instead of 93 us on the real files gridded into millions of mostly
-    // empty cells; 1-3 % slower at 10^8 points (uniform 0.341 vs 0.338 ms, lidar 0.361 vs 0.350).
-    std::uint64_t const begin = offsets[cell < num_cells ? cell : num_cells];
-    std::uint64_t const end = offsets[cell < num_cells ? cell + 1 : num_cells];
-    std::uint64_t const n = end - begin;
-    bool const own = n <= params.lane_max;
-
-    double lo = ::cuda::std::numeric_limits<double>::infinity();
-    double hi = -::cuda::std::numeric_limits<double>::infinity();
-    if (AllSmall || __all_sync(full_warp_mask, own)) {
-      fold_lane(z + begin, n, lo, hi);
+    std::uint64_t const first = tile * tile_cells;
+    if constexpr (K == 1) {
+      reduce_tile32<AllSmall>(offsets, z, num_cells, first, params, queue, out, nodata, lane);
     } else {
-      std::uint64_t const tile_begin = __shfl_sync(full_warp_mask, begin, 0);
-      std::uint64_t const tile_end = __shfl_sync(full_warp_mask, end, warp_size - 1);
-      if (tile_end - tile_begin > params.warp_max) {  // warp-uniform: queue the tile
-        std::uint64_t const chunks = (tile_end - tile_begin + queue.chunk_points - 1) / queue.chunk_points;
-        unsigned long long slot = 0;
-        unsigned long long first_chunk = 0;
-        if (lane == 0) {
-          slot = atomicAdd(&queue.counters[0], 1ULL);
-          first_chunk = atomicAdd(&queue.counters[1], static_cast<unsigned long long>(chunks));
-        }
-        slot = __shfl_sync(full_warp_mask, slot, 0);
-        first_chunk = __shfl_sync(full_warp_mask, first_chunk, 0);
-        queued_tile& q = queue.tiles[slot];
-        if (lane == 0) {
-          q.first_cell = first;
-          q.begin = tile_begin;
-          q.n = tile_end - tile_begin;
-          q.first_chunk = first_chunk;
-          q.done = 0;
-        }
-        q.lo[lane] = ordered_plus_inf;
-        q.hi[lane] = ordered_minus_inf;
-        for (std::uint64_t k = static_cast<std::uint64_t>(lane); k < chunks; k += warp_size) {
-          queue.chunk_owner[first_chunk + k] = slot;
-        }
-        continue;  // warp-uniform: kernel 2 stores this tile
+      __shared__ run_stage<K> stage[policy::warps_per_block];
+      std::uint64_t const cell = first + static_cast<std::uint64_t>(lane) * K;
+      std::uint64_t const begin = offsets[cell < num_cells ? cell : num_cells];
+      std::uint32_t e[K];
+      bool small = true;
+      std::uint64_t previous = begin;
+#pragma unroll
+      for (int j = 0; j < K; ++j) {
+        std::uint64_t const c = cell + static_cast<std::uint64_t>(j) + 1;
+        std::uint64_t const end = offsets[c < num_cells ? c : num_cells];
+        small = small && end - previous <= params.lane_max && end - begin <= max_run_points;
+        e[j] = static_cast<std::uint32_t>(end - begin);  // exact whenever `small`
+        previous = end;
       }
-      if (own) { fold_lane(z + begin, n, lo, hi); }
-      warp_cells(z, __ballot_sync(full_warp_mask, !own), begin, end, 0,
-                 ::cuda::std::numeric_limits<std::uint64_t>::max(), lane, lo, hi);
+      if (AllSmall || __all_sync(full_warp_mask, small)) {
+        run_stage<K>& mine = stage[warp];
+        fold_run<K>(z + begin, e, mine, lane * K);
+        __syncwarp();
+#pragma unroll
+        for (int j = 0; j < K; ++j) {
+          int const slot = j * warp_size + lane;
+          std::uint64_t const c = first + static_cast<std::uint64_t>(slot);
+          if (c < num_cells) { store_cell(out, c, cell_moments{mine.n[slot], mine.lo[slot], mine.hi[slot], 0.0, 0.0}, nodata); }
+        }
+        __syncwarp();  // the stage is free for the next tile
+      } else {
+#pragma unroll 1
+        for (int s = 0; s < K; ++s) {
+          reduce_tile32<false>(offsets, z, num_cells, first + static_cast<std::uint64_t>(s) * warp_size, params,
+                               queue, out, nodata, lane);
+        }
+      }
     }
-    if (cell < num_cells) { store_cell(out, cell, cell_moments{n, lo, hi, 0.0, 0.0}, nodata); }
   }
 }
 
@@ -364,9 +512,36 @@ inline unsigned int resident_chunk_blocks()
   return blocks;
 }
 
+/// Cells per lane of kernel 1 for this grid: t.cells_per_lane, or when 0 (auto) balanced_policy::
+/// sparse_cells_per_lane for grids of fewer than sparse_mean_points points per cell, else 1.
+/// Examples: 10^7 cells holding 10^3 points -> 2; skewed (2 points per cell) -> 1.
+inline int balanced_cells_per_lane(device_csr_view const& csr, hybrid_thresholds const& t) noexcept
+{
+  using policy = balanced_policy;
+  if (t.cells_per_lane != 0) { return static_cast<int>(t.cells_per_lane); }
+  bool const sparse =
+    static_cast<double>(csr.num_points) < policy::sparse_mean_points * static_cast<double>(csr.num_cells);
+  return sparse ? policy::sparse_cells_per_lane : 1;
+}
+
+using balanced_tile_kernel_t = void (*)(point_offset const*, double const*, std::uint64_t, balanced_params, tile_queue,
+                                        output_bands, float);
+
+template <bool AllSmall>
+balanced_tile_kernel_t balanced_tile_kernel(int cells_per_lane) noexcept
+{
+  switch (cells_per_lane) {
+    case 2: return reduce_balanced_tile_kernel<AllSmall, 2>;
+    case 4: return reduce_balanced_tile_kernel<AllSmall, 4>;
+    case 8: return reduce_balanced_tile_kernel<AllSmall, 8>;
+    default: return reduce_balanced_tile_kernel<AllSmall, 1>;
+  }
+}
+
 /// Runs kernel 1, and kernel 2 when a tile may be queued, over every cell of `csr` for a request
-/// without sums. csr.max_cell_points (when known) leaves out what cannot happen: no cell above
-/// lane_max -> the lane-per-cell kernel alone; no tile above warp_max -> no queue and no kernel 2.
+/// without sums; or, for a small grid (t.warp_grid_max_cells), the warp-per-cell kernel alone.
+/// csr.max_cell_points (when known) leaves out what cannot happen: no cell above lane_max -> the
+/// lane-per-cell paths alone; no tile above warp_max -> no queue and no kernel 2.
 /// Allocates the queue (stream-ordered, one allocation): 2 counters, a queued_tile (552 bytes) per
 /// possible tile and an owner (8 bytes) per possible chunk.
 inline void launch_balanced(device_csr_view const& csr, output_bands const& out, float nodata,
@@ -375,7 +550,27 @@ inline void launch_balanced(device_csr_view const& csr, output_bands const& out,
   using policy = balanced_policy;
   if (csr.num_cells == 0) { return; }
   bool const known = csr.max_cell_points != device_csr_view::unknown;
-  bool const all_small = known && csr.max_cell_points <= t.lane_max_points;
+  if (known && csr.num_cells <= t.warp_grid_max_cells && csr.max_cell_points <= hybrid_warp_grid_max_cell_points) {
+    reduce_warp_per_cell_kernel<false><<<grid_blocks(csr.num_cells, warp_per_cell_policy::warps_per_block),
+                                         warp_per_cell_policy::block_threads, 0, stream>>>(
+      csr.offsets, csr.z, csr.num_cells, out, false, nodata);
+    CUDA_CHECK_LAUNCH();
+    return;
+  }
+  bool const sparse =
+    static_cast<double>(csr.num_points) < policy::sparse_mean_points * static_cast<double>(csr.num_cells);
+  if (known && sparse && t.cells_per_lane == 0 && csr.max_cell_points <= t.lane_max_points) {
+    // Nearly empty cells, none big: one thread per cell measured best (see sparse_mean_points).
+    reduce_thread_per_cell_kernel<false><<<grid_blocks(csr.num_cells, thread_per_cell_policy::block_threads),
+                                           thread_per_cell_policy::block_threads, 0, stream>>>(
+      csr.offsets, csr.z, csr.num_cells, out, false, nodata);
+    CUDA_CHECK_LAUNCH();
+    return;
+  }
+  int const cells_per_lane = balanced_cells_per_lane(csr, t);
+  // A run of K cells must fit 32-bit positions for kernel 1 to skip its size checks.
+  bool const all_small = known && csr.max_cell_points <= t.lane_max_points &&
+                         csr.max_cell_points <= 0xffffffffULL / static_cast<std::uint64_t>(cells_per_lane);
   // A tile holds at most 32 x the biggest cell.
   bool const no_queue = all_small || (known && csr.max_cell_points <= t.warp_max_points / warp_size);
   std::uint64_t const max_tiles = no_queue ? 0 : balanced_max_queued_tiles(csr.num_points, t.warp_max_points);
@@ -404,9 +599,11 @@ inline void launch_balanced(device_csr_view const& csr, output_bands const& out,
   balanced_params const params{t.lane_max_points,
                                max_tiles == 0 ? ::cuda::std::numeric_limits<std::uint64_t>::max() : t.warp_max_points};
 
-  auto const tiles = (csr.num_cells + warp_size - 1) / warp_size;
+  auto const tile_cells = std::uint64_t{warp_size} * static_cast<std::uint64_t>(cells_per_lane);
+  auto const tiles = (csr.num_cells + tile_cells - 1) / tile_cells;
   auto const blocks = grid_blocks(tiles, policy::warps_per_block);
-  auto* const tile_kernel = all_small ? reduce_balanced_tile_kernel<true> : reduce_balanced_tile_kernel<false>;
+  auto* const tile_kernel =
+    all_small ? balanced_tile_kernel<true>(cells_per_lane) : balanced_tile_kernel<false>(cells_per_lane);
   tile_kernel<<<blocks, policy::block_threads, 0, stream>>>(csr.offsets, csr.z, csr.num_cells, params, queue, out,
                                                              nodata);
   CUDA_CHECK_LAUNCH();

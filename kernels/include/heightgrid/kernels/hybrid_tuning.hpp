@@ -31,7 +31,21 @@ struct hybrid_thresholds {
   /// cell) is first copied into shared memory with coalesced loads, then reduced from there. 0 turns
   /// staging off; at most hybrid_max_stage_points_per_lane.
   std::uint32_t stage_points_per_lane{0};
+  /// Requests without sums: consecutive cells one lane reduces as one run of points when none of
+  /// them has more than lane_max points (1, 2, 4 or 8; a tile is then 32 x this many cells). 0:
+  /// chosen from the grid's mean points per cell (hybrid_cells_per_lane). Ignored with sums.
+  std::uint32_t cells_per_lane{0};
+  /// Requests without sums: a grid of at most this many cells whose biggest cell is known and holds
+  /// at most hybrid_warp_grid_max_cell_points runs one warp per cell (the `warp` mode's kernel):
+  /// tiles of 32 cells would leave most of a GPU idle. 0: never.
+  std::uint64_t warp_grid_max_cells{0};
 };
+
+/// The biggest cell a grid may hold to take hybrid_thresholds::warp_grid_max_cells's path.
+inline constexpr std::uint64_t hybrid_warp_grid_max_cell_points = 8192;
+
+/// Largest hybrid_thresholds::cells_per_lane.
+inline constexpr std::uint32_t hybrid_max_cells_per_lane = 8;
 
 /// Upper bound of hybrid_thresholds::stage_points_per_lane (the shared memory of a block).
 inline constexpr std::uint32_t hybrid_max_stage_points_per_lane = 64;
