@@ -2,7 +2,8 @@
 # GPU verification and timings, run on the lent GPU machine from a device pack:
 #   tar xJf .devpack/pack.tar.xz -C /tmp && source /tmp/pack/env.sh && scripts/gpu_check.sh PART
 # PART: tests | sanitize | equal | bench | all, or (run alone) ladder | sanitize2 | sweep | compare8 |
-# compare9 (KINDS="skewed clustered" picks the kinds) | torch | pipeline | real (REPEAT=20). Logs go to $OUT (or /tmp/gpu_out).
+# compare9 (KINDS="skewed clustered" picks the kinds) | torch | pipeline | real (REPEAT=20, MODES=thread,warp,hybrid
+# picks the modes). sweep takes SWEEP_ARGS. Logs go to $OUT (or /tmp/gpu_out).
 set -u
 out=${OUT:-/tmp/gpu_out}; mkdir -p "$out"
 extra=/tmp/pack/extra
@@ -85,7 +86,7 @@ fi
 
 if [[ $part == sweep ]]; then
   step "hybrid threshold sweep, 10^8"
-  hybrid_sweep --points 1e8 > "$out/sweep_1e8.md" 2>&1; echo "rc=$?"; tail -30 "$out/sweep_1e8.md"
+  hybrid_sweep --points 1e8 ${SWEEP_ARGS:-} > "$out/sweep_1e8.md" 2>&1; echo "rc=$?"; tail -30 "$out/sweep_1e8.md"
 fi
 
 if [[ $part == compare8 ]]; then
@@ -124,7 +125,11 @@ if [[ $part == real ]]; then
   while IFS= read -r f; do
     rel=${f#"$HEIGHTGRID_REAL_DATA_DIR"/}
     echo "=== heightgrid compare $rel --res 1 --repeat ${REPEAT:-20}" >> "$out/cmp_real_all.txt"
-    heightgrid compare "$f" --res 1 --repeat "${REPEAT:-20}" >> "$out/cmp_real_all.txt" 2>&1 || echo "rc=$? for $rel" >> "$out/cmp_real_all.txt"
+    heightgrid compare "$f" --res 1 --repeat "${REPEAT:-20}" ${MODES:+--modes "$MODES"} >> "$out/cmp_real_all.txt" 2>&1 \
+      || echo "rc=$? for $rel" >> "$out/cmp_real_all.txt"
   done < <(find "$HEIGHTGRID_REAL_DATA_DIR" -name '*.las' | sort)
   grep -E '^===|^(thread|warp|hybrid) |identical|DIFFER|rc=' "$out/cmp_real_all.txt"
+  step "hybrid / best of thread, warp (medians)"
+  awk '/^===/ {f=$4} /^thread / {t=$3} /^warp / {w=$3} /^hybrid / {b=(t<w?t:w); printf "%-60s %.4f %.4f %.4f %.2fx\n", f, t, w, $3, $3/b}' \
+    "$out/cmp_real_all.txt"
 fi

@@ -3,12 +3,13 @@
 // directly as a CSR. Prints Markdown tables for docs/benchmarks.md. Self-checking: every run's range
 // and count bands must equal thread mode's bit for bit; the exit status is 1 otherwise.
 //
-//   hybrid_sweep [--points N] [--kinds uniform,lidar,skewed,clustered,hot] [--repeat R] [--seed S]
-//                [--grid full|axes] [--no-cub] [--lanes L,..] [--warps W,..] [--chunks C,..]
+//   hybrid_sweep [--points N] [--kinds uniform,lidar,skewed,clustered,hot,sparse] [--repeat R] [--seed S]
+//                [--grid full|axes] [--no-cub] [--lanes L,..] [--warps W,..] [--chunks C,..] [--cells K,..]
 //
 // --lanes/--warps/--chunks replace the lists of lane_max, warp_max and chunk sizes swept (defaults
 // 0,16,32,64,128 / 512,1024,4096 / 1024,2048,4096,65536; with --grid axes the chunk sizes are swept
-// at the default lane_max and warp_max only).
+// at the default lane_max and warp_max only). --cells lists cells_per_lane values (1, 2, 4, 8) swept
+// at the default lane_max, warp_max and chunk size (default: 1,2,4,8).
 //
 // Each time is the median of R reduce() calls after one warm-up (CUDA events around the mode's work,
 // as device_cell_results::kernel_ms() reports it), for the bands range + count. Effective bandwidth
@@ -55,14 +56,15 @@ struct sweep_options {
   std::vector<std::uint64_t> lanes{0, 16, 32, 64, 128};
   std::vector<std::uint64_t> warps{512, 1024, 4096};
   std::vector<std::uint64_t> chunks{1024, 2048, 4096, 65536};
+  std::vector<std::uint64_t> cells{1, 2, 4, 8};
 };
 
 [[noreturn]] void usage(std::string const& why)
 {
   std::cerr << "hybrid_sweep: " << why << "\n"
-            << "usage: hybrid_sweep [--points N] [--kinds uniform,lidar,skewed,clustered,hot] [--repeat R]\n"
+            << "usage: hybrid_sweep [--points N] [--kinds uniform,lidar,skewed,clustered,hot,sparse] [--repeat R]\n"
             << "                    [--seed S] [--grid full|axes] [--no-cub] [--lanes L,..] [--warps W,..]\n"
-            << "                    [--chunks C,..]\n";
+            << "                    [--chunks C,..] [--cells K,..]\n";
   std::exit(2);
 }
 
@@ -103,13 +105,18 @@ sweep_options parse(int argc, char** argv)
       o.full_grid = g == "full";
     } else if (a == "--no-cub") {
       o.with_cub = false;
-    } else if (a == "--lanes" || a == "--warps" || a == "--chunks") {
-      auto& list = a == "--lanes" ? o.lanes : (a == "--warps" ? o.warps : o.chunks);
+    } else if (a == "--lanes" || a == "--warps" || a == "--chunks" || a == "--cells") {
+      auto& list = a == "--lanes" ? o.lanes : (a == "--warps" ? o.warps : (a == "--chunks" ? o.chunks : o.cells));
       list.clear();
       std::stringstream items(value());
       for (std::string v; std::getline(items, v, ',');) { list.push_back(static_cast<std::uint64_t>(number(a, v, to_double))); }
       if (list.empty()) { usage(a + " needs at least one value"); }
       if (a == "--chunks" && std::find(list.begin(), list.end(), 0) != list.end()) { usage("--chunks: 0 is not a chunk size"); }
+      if (a == "--cells") {
+        for (auto const k : list) {
+          if (k != 1 && k != 2 && k != 4 && k != 8) { usage("--cells: " + std::to_string(k) + " is not 1, 2, 4 or 8"); }
+        }
+      }
     } else {
       usage("unknown argument '" + a + "'");
     }
@@ -169,6 +176,23 @@ csr_grid hot_cells_csr(std::uint64_t points, std::uint64_t seed)
     x ^= x >> 31;
     v = 100.0 + 300.0 * static_cast<double>(x >> 11) * 0x1.0p-53;
   }
+  return csr;
+}
+
+/// Grids the real LAS files make at 1 m: millions of cells, nearly all empty. `points` cells, one
+/// point in every 1,000th cell on average (a Bernoulli draw per cell), none in the others.
+csr_grid sparse_csr(std::uint64_t points, std::uint64_t seed)
+{
+  std::uint64_t const cells = std::max<std::uint64_t>(1, points);
+  std::mt19937_64 rng(seed);
+  std::bernoulli_distribution occupied(0.001);
+  csr_grid csr;
+  csr.offsets.resize(cells + 1);
+  csr.offsets[0] = 0;
+  for (std::uint64_t c = 0; c < cells; ++c) { csr.offsets[c + 1] = csr.offsets[c] + (occupied(rng) ? 1 : 0); }
+  csr.z.resize(csr.offsets.back());
+  std::uniform_real_distribution<double> height(100.0, 400.0);
+  for (auto& v : csr.z) { v = height(rng); }
   return csr;
 }
 
@@ -246,8 +270,8 @@ int sweep(sweep_options const& o)
   std::cout << "# hybrid_sweep on " << dev.name << " (" << dev.sm_count << " SMs): streaming read " << fixed(peak, 0)
             << " GB/s\n\nBands range + count; median of " << o.repeat
             << " runs after a warm-up. Defaults: lane_max " << defaults.lane_max_points << ", warp_max "
-            << defaults.warp_max_points << ", chunk " << defaults.split_chunk_points << ", stage "
-            << defaults.stage_points_per_lane << " per lane.\n";
+            << defaults.warp_max_points << ", chunk " << defaults.split_chunk_points << ", cells per lane "
+            << (defaults.cells_per_lane == 0 ? std::string("auto") : std::to_string(defaults.cells_per_lane)) << ".\n";
 
   auto const request = metric_request::from({metric::range, metric::count});
   int failures = 0;
@@ -258,8 +282,9 @@ int sweep(sweep_options const& o)
     double bin_ms = 0.0;
     device_csr csr = [&] {
       if (kind == "hot") { return device_csr::from_host(hot_cells_csr(o.points, o.seed), nullptr); }
+      if (kind == "sparse") { return device_csr::from_host(sparse_csr(o.points, o.seed), nullptr); }
       auto const k = parse_synth_kind(kind);
-      if (!k) { usage("unknown kind '" + kind + "' (" + synth_kind_list() + ", hot)"); }
+      if (!k) { usage("unknown kind '" + kind + "' (" + synth_kind_list() + ", hot, sparse)"); }
       return synth_csr(*k, o.points, o.seed, bin_ms);
     }();
     auto const host = csr.to_host(nullptr);
@@ -278,14 +303,14 @@ int sweep(sweep_options const& o)
     auto const reference = reduce(csr, request, default_nodata, reduce_mode::thread, nullptr).to_host(nullptr);
     kind_summary sum;
     sum.kind = kind;
-    std::cout << "| mode | lane_max | warp_max | chunk | stage | reduce ms | GB/s | % of read BW | vs best of thread/warp "
-                 "| same as thread |\n|---|---|---|---|---|---|---|---|---|---|\n";
+    std::cout << "| mode | lane_max | warp_max | chunk | cells/lane | reduce ms | GB/s | % of read BW | vs best of "
+                 "thread/warp | same as thread |\n|---|---|---|---|---|---|---|---|---|---|\n";
     auto const row = [&](std::string const& mode, hybrid_thresholds const* t, run_result const& r) {
       double const best = std::min(sum.thread_ms, sum.warp_ms);
       std::cout << "| " << mode << " | ";
       if (t != nullptr) {
         std::cout << t->lane_max_points << " | " << t->warp_max_points << " | " << t->split_chunk_points << " | "
-                  << t->stage_points_per_lane;
+                  << (t->cells_per_lane == 0 ? std::string("auto") : std::to_string(t->cells_per_lane));
       } else {
         std::cout << "| | | ";
       }
@@ -303,33 +328,38 @@ int sweep(sweep_options const& o)
       row(std::string(mode_name(mode)), nullptr, r);
     }
 
-    // The defaults first; then lane_max x warp_max, and the chunk size around the defaults. The
-    // stage only applies to requests with sums (this sweep's range + count runs the points-balanced
-    // kernels, which measured staging as never paying and dropped it), so it stays at its default.
+    // The defaults first; then lane_max x warp_max, the chunk size and the cells per lane around the
+    // defaults (cells per lane left at auto while the others move). Every other field keeps its
+    // default (the stage only applies to requests with sums, which this sweep's range + count does
+    // not run).
     std::vector<hybrid_thresholds> configs{defaults};
-    auto const add = [&](std::uint64_t l, std::uint64_t w, std::uint64_t c, std::uint32_t st) {
+    auto const add = [&](std::uint64_t l, std::uint64_t w, std::uint64_t c, std::uint32_t k) {
       for (auto const& t : configs) {
-        if (t.lane_max_points == l && t.warp_max_points == w && t.split_chunk_points == c &&
-            t.stage_points_per_lane == st) {
+        if (t.lane_max_points == l && t.warp_max_points == w && t.split_chunk_points == c && t.cells_per_lane == k) {
           return;
         }
       }
-      configs.push_back({l, w, c, st});
+      auto t = defaults;
+      t.lane_max_points = l;
+      t.warp_max_points = w;
+      t.split_chunk_points = c;
+      t.cells_per_lane = k;
+      configs.push_back(t);
     };
-    auto const& lanes = o.lanes;
-    auto const& warps = o.warps;
-    auto const& chunks = o.chunks;
     auto const& d = defaults;
-    for (auto const l : lanes) {
-      for (auto const w : warps) {
+    for (auto const l : o.lanes) {
+      for (auto const w : o.warps) {
         if (o.full_grid) {
-          for (auto const c : chunks) { add(l, w, c, d.stage_points_per_lane); }
+          for (auto const c : o.chunks) { add(l, w, c, d.cells_per_lane); }
         } else {
-          add(l, w, d.split_chunk_points, d.stage_points_per_lane);
+          add(l, w, d.split_chunk_points, d.cells_per_lane);
         }
       }
     }
-    for (auto const c : chunks) { add(d.lane_max_points, d.warp_max_points, c, d.stage_points_per_lane); }
+    for (auto const c : o.chunks) { add(d.lane_max_points, d.warp_max_points, c, d.cells_per_lane); }
+    for (auto const k : o.cells) {
+      add(d.lane_max_points, d.warp_max_points, d.split_chunk_points, static_cast<std::uint32_t>(k));
+    }
     double best = 0.0;
     for (std::size_t i = 0; i < configs.size(); ++i) {
       auto const& t = configs[i];
@@ -343,7 +373,8 @@ int sweep(sweep_options const& o)
       if (best == 0.0 || r.ms < best) {
         best = r.ms;
         sum.best_config = std::to_string(t.lane_max_points) + "/" + std::to_string(t.warp_max_points) + "/" +
-                          std::to_string(t.split_chunk_points) + "/" + std::to_string(t.stage_points_per_lane);
+                          std::to_string(t.split_chunk_points) + "/" +
+                          (t.cells_per_lane == 0 ? std::string("auto") : std::to_string(t.cells_per_lane));
       }
     }
     sum.best_ms = best;
@@ -352,7 +383,7 @@ int sweep(sweep_options const& o)
 
   std::cout << "\n## Summary (hybrid with its defaults)\n\n| kind | thread ms | warp ms | cub ms | hybrid ms | hybrid % of "
                "read BW | hybrid / best of thread,warp | thread / hybrid | cub / hybrid | best sweep config "
-               "(lane/warp/chunk/stage) | its ms |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
+               "(lane/warp/chunk/cells) | its ms |\n|---|---|---|---|---|---|---|---|---|---|---|\n";
   for (auto const& s : summaries) {
     double const best2 = std::min(s.thread_ms, s.warp_ms);
     std::cout << "| " << s.kind << " | " << fixed(s.thread_ms, 3) << " | " << fixed(s.warp_ms, 3) << " | "
