@@ -2,7 +2,7 @@
 # GPU verification and timings, run on the lent GPU machine from a device pack:
 #   tar xJf .devpack/pack.tar.xz -C /tmp && source /tmp/pack/env.sh && scripts/gpu_check.sh PART
 # PART: tests | sanitize | equal | bench | all, or (run alone) ladder | sanitize2 | sweep | compare8 |
-# compare9 (KINDS="skewed clustered" picks the kinds) | torch | pipeline | real (REPEAT=20, MODES=thread,warp,hybrid
+# compare9 (KINDS="skewed clustered" picks the kinds) | sums | torch | pipeline | real (REPEAT=20, MODES=thread,warp,hybrid
 # picks the modes). sweep takes SWEEP_ARGS. Logs go to $OUT (or /tmp/gpu_out).
 set -u
 out=${OUT:-/tmp/gpu_out}; mkdir -p "$out"
@@ -95,6 +95,17 @@ if [[ $part == compare8 ]]; then
     heightgrid compare --synth $k --points 100000000 --res 1 --repeat 10 --json "$out/cmp_${k}_1e8.json" --overwrite \
       > "$out/cmp_${k}_1e8.txt" 2>&1; echo "rc=$?"; grep -E '^(thread|warp|cub|hybrid|atomic|cpu) |identical|DIFFER' "$out/cmp_${k}_1e8.txt"
   done
+fi
+
+if [[ $part == sums ]]; then
+  : > "$out/cmp_sums_1e8.txt"
+  for k in uniform lidar skewed clustered; do
+    step "compare --synth $k --points 1e8 --metrics range,mean,stddev"
+    echo "=== $k" >> "$out/cmp_sums_1e8.txt"
+    heightgrid compare --synth $k --points 100000000 --res 1 --repeat 10 --metrics range,mean,stddev \
+      --modes thread,warp,hybrid >> "$out/cmp_sums_1e8.txt" 2>&1; echo "rc=$?"
+  done
+  grep -E '^===|^(thread|warp|hybrid) |identical|DIFFER' "$out/cmp_sums_1e8.txt"
 fi
 
 if [[ $part == compare9 ]]; then

@@ -55,6 +55,8 @@ std::vector<named_thresholds> threshold_sets()
     // Requests without sums: every grid of the tests whose biggest cell is small enough runs the
     // warp-per-cell kernel.
     {"warp_grid", {32, 2048, 2048, 0, 0, unbounded}},
+    // Requests with sums: every grid of the tests runs the thread-per-cell kernel.
+    {"sums_thread", {128, 1024, 2048, 0, 0, 0, unbounded}},
   };
 }
 

@@ -4,6 +4,9 @@
 // bigger ones get coalesced loads, and no cell is ever left to one lane or one warp long enough to
 // become the tail of the kernel. No pass over the data before the reduce.
 //
+// Requests without sums run reduce_hybrid_balanced.cuh instead. Requests with sums on a grid whose
+// biggest cell is known to hold at most sums_thread_max_cell_points run the thread kernel (it was
+// faster there); the others run the two kernels below.
 // Two kernels, both launched every time:
 //  1. reduce_warp_per_tile_kernel: warp w owns tiles of 32 consecutive cells, one per lane. Lanes
 //     reduce their own cells up to lane_max_points; the warp reduces the bigger ones together while
@@ -78,6 +81,12 @@ struct hybrid_policy {
   /// compare --metrics range,mean,stddev, 10^8 points); with these, 0.611.
   static constexpr std::uint64_t sums_lane_max_points = 128;
   static constexpr std::uint64_t sums_warp_max_points = 1024;
+  /// Requests with sums on a grid whose biggest cell holds at most this many points: the thread
+  /// kernel. Measured on an H100 (compare --metrics range,mean,stddev, 10^8 points): thread 0.440 ms
+  /// against these kernels' 0.611 on lidar (max 77), 0.435 vs 0.558 on uniform (max 31); these
+  /// kernels win where a cell is big (skewed, max 26,367: 2.52 vs 2.73; clustered, max 8,378: 0.884
+  /// vs 1.535).
+  static constexpr std::uint64_t sums_thread_max_cell_points = 128;
   /// 0: no shared-memory staging. Measured on an H100 (hybrid_sweep --points 1e8, docs/benchmarks.md):
   /// staging 16 points per lane cost 20-35 % against no staging on every synthetic kind.
   static constexpr std::uint32_t stage_points_per_lane = 0;
@@ -92,8 +101,10 @@ struct hybrid_policy {
 inline hybrid_thresholds hybrid_sums_defaults() noexcept
 {
   using policy = hybrid_policy;
-  return {policy::sums_lane_max_points, policy::sums_warp_max_points, policy::split_chunk_points,
-          policy::stage_points_per_lane};
+  hybrid_thresholds t{policy::sums_lane_max_points, policy::sums_warp_max_points, policy::split_chunk_points,
+                      policy::stage_points_per_lane};
+  t.sums_thread_max_cell_points = policy::sums_thread_max_cell_points;
+  return t;
 }
 
 inline hybrid_thresholds hybrid_defaults() noexcept
@@ -540,6 +551,10 @@ inline void launch_warp_per_tile(device_csr_view const& csr, metric_request cons
   if (csr.num_cells == 0) { return; }
   if (!request.needs_sums()) {  // min/max/range/count: reduce_hybrid_balanced.cuh
     launch_balanced(csr, out, nodata, t, stream);
+    return;
+  }
+  if (csr.max_cell_points != device_csr_view::unknown && csr.max_cell_points <= t.sums_thread_max_cell_points) {
+    launch_thread_per_cell(csr, request, out, nodata, stream);  // no big cell: see sums_thread_max_cell_points
     return;
   }
   EXPECTS(reinterpret_cast<std::uintptr_t>(csr.z) % alignof(double2) == 0, error_kind::internal,

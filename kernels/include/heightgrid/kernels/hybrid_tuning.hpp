@@ -39,6 +39,9 @@ struct hybrid_thresholds {
   /// at most hybrid_warp_grid_max_cell_points runs one warp per cell (the `warp` mode's kernel):
   /// tiles of 32 cells would leave most of a GPU idle. 0: never.
   std::uint64_t warp_grid_max_cells{0};
+  /// Requests with sums: a grid whose biggest cell is known and holds at most this many points
+  /// runs one thread per cell (the `thread` mode's kernel, sums in CSR order). 0: never.
+  std::uint64_t sums_thread_max_cell_points{0};
 };
 
 /// The biggest cell a grid may hold to take hybrid_thresholds::warp_grid_max_cells's path.
