@@ -550,7 +550,7 @@ inline void launch_warp_per_tile(device_csr_view const& csr, metric_request cons
           "hybrid: cells_per_lane " + std::to_string(t.cells_per_lane) + " is not 0 (auto), 1, 2, 4 or 8");
   if (csr.num_cells == 0) { return; }
   if (!request.needs_sums()) {  // min/max/range/count: reduce_hybrid_balanced.cuh
-    launch_balanced(csr, out, nodata, t, stream);
+    launch_balanced(csr, request, out, nodata, t, stream);
     return;
   }
   if (csr.max_cell_points != device_csr_view::unknown && csr.max_cell_points <= t.sums_thread_max_cell_points) {

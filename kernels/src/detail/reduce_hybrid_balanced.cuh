@@ -532,16 +532,13 @@ inline unsigned int resident_chunk_blocks()
   return blocks;
 }
 
-/// Cells per lane of kernel 1 for this grid: t.cells_per_lane, or when 0 (auto) balanced_policy::
-/// sparse_cells_per_lane for grids of fewer than sparse_mean_points points per cell, else 1.
+/// Cells per lane of kernel 1: t.cells_per_lane, or when 0 (auto) balanced_policy::
+/// sparse_cells_per_lane on a sparse grid (fewer than sparse_mean_points points per cell), else 1.
 /// Examples: 10^7 cells holding 10^3 points -> 2; skewed (2 points per cell) -> 1.
-inline int balanced_cells_per_lane(device_csr_view const& csr, hybrid_thresholds const& t) noexcept
+inline int balanced_cells_per_lane(hybrid_thresholds const& t, bool sparse) noexcept
 {
-  using policy = balanced_policy;
   if (t.cells_per_lane != 0) { return static_cast<int>(t.cells_per_lane); }
-  bool const sparse =
-    static_cast<double>(csr.num_points) < policy::sparse_mean_points * static_cast<double>(csr.num_cells);
-  return sparse ? policy::sparse_cells_per_lane : 1;
+  return sparse ? balanced_policy::sparse_cells_per_lane : 1;
 }
 
 using balanced_tile_kernel_t = void (*)(point_offset const*, double const*, std::uint64_t, balanced_params, tile_queue,
@@ -558,36 +555,31 @@ balanced_tile_kernel_t balanced_tile_kernel(int cells_per_lane) noexcept
   }
 }
 
-/// Runs kernel 1, and kernel 2 when a tile may be queued, over every cell of `csr` for a request
-/// without sums; or, for a small grid (t.warp_grid_max_cells), the warp-per-cell kernel alone.
+/// Runs kernel 1, and kernel 2 when a tile may be queued, over every cell of `csr` for `request`
+/// (which must not need sums); or the warp-per-cell kernel alone for a small grid
+/// (t.warp_grid_max_cells), the thread-per-cell kernel alone for a sparse one (see the file comment).
 /// csr.max_cell_points (when known) leaves out what cannot happen: no cell above lane_max -> the
 /// lane-per-cell paths alone; no tile above warp_max -> no queue and no kernel 2.
 /// Allocates the queue (stream-ordered, one allocation): 2 counters, a queued_tile (552 bytes) per
 /// possible tile and an owner (8 bytes) per possible chunk.
-inline void launch_balanced(device_csr_view const& csr, output_bands const& out, float nodata,
-                            hybrid_thresholds const& t, cudaStream_t stream)
+inline void launch_balanced(device_csr_view const& csr, metric_request const& request, output_bands const& out,
+                            float nodata, hybrid_thresholds const& t, cudaStream_t stream)
 {
   using policy = balanced_policy;
   if (csr.num_cells == 0) { return; }
   bool const known = csr.max_cell_points != device_csr_view::unknown;
   if (known && csr.num_cells <= t.warp_grid_max_cells && csr.max_cell_points <= hybrid_warp_grid_max_cell_points) {
-    reduce_warp_per_cell_kernel<false><<<grid_blocks(csr.num_cells, warp_per_cell_policy::warps_per_block),
-                                         warp_per_cell_policy::block_threads, 0, stream>>>(
-      csr.offsets, csr.z, csr.num_cells, out, false, nodata);
-    CUDA_CHECK_LAUNCH();
+    launch_warp_per_cell(csr, request, out, nodata, stream);
     return;
   }
   bool const sparse =
     static_cast<double>(csr.num_points) < policy::sparse_mean_points * static_cast<double>(csr.num_cells);
   if (known && sparse && t.cells_per_lane == 0 && csr.max_cell_points <= t.lane_max_points) {
     // Nearly empty cells, none big: one thread per cell measured best (see sparse_mean_points).
-    reduce_thread_per_cell_kernel<false><<<grid_blocks(csr.num_cells, thread_per_cell_policy::block_threads),
-                                           thread_per_cell_policy::block_threads, 0, stream>>>(
-      csr.offsets, csr.z, csr.num_cells, out, false, nodata);
-    CUDA_CHECK_LAUNCH();
+    launch_thread_per_cell(csr, request, out, nodata, stream);
     return;
   }
-  int const cells_per_lane = balanced_cells_per_lane(csr, t);
+  int const cells_per_lane = balanced_cells_per_lane(t, sparse);
   // A run of K cells must fit 32-bit positions for kernel 1 to skip its size checks.
   bool const all_small = known && csr.max_cell_points <= t.lane_max_points &&
                          csr.max_cell_points <= 0xffffffffULL / static_cast<std::uint64_t>(cells_per_lane);

@@ -33,7 +33,8 @@ struct hybrid_thresholds {
   std::uint32_t stage_points_per_lane{0};
   /// Requests without sums: consecutive cells one lane reduces as one run of points when none of
   /// them has more than lane_max points (1, 2, 4 or 8; a tile is then 32 x this many cells). 0:
-  /// chosen from the grid's mean points per cell (hybrid_cells_per_lane). Ignored with sums.
+  /// chosen from the grid's mean points per cell, and a nearly empty grid with no cell above
+  /// lane_max then runs one thread per cell instead. Ignored with sums.
   std::uint32_t cells_per_lane{0};
   /// Requests without sums: a grid of at most this many cells whose biggest cell is known and holds
   /// at most hybrid_warp_grid_max_cell_points runs one warp per cell (the `warp` mode's kernel):
