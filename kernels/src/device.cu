@@ -53,6 +53,28 @@ static __global__ void __launch_bounds__(read_policy::block_threads)
   if (acc == never) { sink[0] = acc; }
 }
 
+/// Mapping: one thread.
+/// Preconditions: flags is mapped host memory of 2 entries, flags[1] == 0.
+/// Result: returns once flags[0] != 0, or after timeout_ns of the device's global timer with
+///   flags[1] = 1. Polls every ~2 us (__nanosleep), so a closed gate costs the device nothing else.
+/// Example: the host sets flags[0] = 1 after 30 us: the kernel returns ~30 us after it started.
+static __global__ void stream_gate_kernel(unsigned int volatile* flags, unsigned long long timeout_ns)
+{
+  auto const now = [] {
+    unsigned long long t = 0;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+    return t;
+  };
+  unsigned long long const start = now();
+  while (flags[0] == 0U) {
+    if (now() - start > timeout_ns) {
+      flags[1] = 1U;
+      return;
+    }
+    __nanosleep(2000);
+  }
+}
+
 namespace {
 
 struct availability {
@@ -168,6 +190,40 @@ gpu_device_info query_device()
   info.l2_bytes = static_cast<std::size_t>(prop.l2CacheSize);
   return info;
 }
+
+stream_gate::stream_gate(cudaStream_t stream, double timeout_ms) : stream_(stream)
+{
+  EXPECTS(timeout_ms > 0.0 && timeout_ms <= 60000.0, error_kind::usage,
+          "stream_gate: timeout " + std::to_string(timeout_ms) + " ms is not in (0, 60000]");
+  detail::require_device();
+  void* host = nullptr;
+  CUDA_TRY(cudaHostAlloc(&host, 2 * sizeof(unsigned int), cudaHostAllocMapped));
+  flags_ = static_cast<unsigned int volatile*>(host);
+  flags_[0] = 0U;
+  flags_[1] = 0U;
+  try {
+    void* device = nullptr;
+    CUDA_TRY(cudaHostGetDevicePointer(&device, host, 0));
+    auto const timeout_ns = static_cast<unsigned long long>(timeout_ms * 1e6);
+    detail::stream_gate_kernel<<<1, 1, 0, stream>>>(static_cast<unsigned int volatile*>(device), timeout_ns);
+    CUDA_CHECK_LAUNCH();
+  } catch (...) {
+    (void)cudaFreeHost(host);
+    throw;
+  }
+}
+
+stream_gate::~stream_gate()
+{
+  open();
+  // The kernel must be done with the page before it is freed.
+  (void)cudaStreamSynchronize(stream_);
+  (void)cudaFreeHost(const_cast<unsigned int*>(flags_));
+}
+
+void stream_gate::open() noexcept { flags_[0] = 1U; }
+
+bool stream_gate::timed_out() const noexcept { return flags_[1] != 0U; }
 
 double measure_read_bandwidth_gbps(std::size_t bytes, int repeats, cudaStream_t stream)
 {

@@ -40,6 +40,11 @@ gpu_device_info query_device() { unavailable("query_device"); }
 
 double measure_read_bandwidth_gbps(std::size_t, int, cudaStream_t) { unavailable("measure_read_bandwidth_gbps"); }
 
+stream_gate::stream_gate(cudaStream_t stream, double) : stream_(stream) { unavailable("stream_gate"); }
+stream_gate::~stream_gate() = default;
+void stream_gate::open() noexcept {}
+bool stream_gate::timed_out() const noexcept { return false; }
+
 device_csr device_csr::from_points(grid_spec const&, point_chunk const&, csr_method, binning_stats&, gpu_phase_times&,
                                    cudaStream_t)
 {

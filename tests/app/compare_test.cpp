@@ -68,6 +68,24 @@ TEST_F(Compare, DefaultModesRunOrSayWhyTheyWereSkipped)
   }
 }
 
+// GPU runs are timed behind a gate unless --no-gate; the legend and the JSON say which.
+TEST_F(Compare, SaysHowGpuRunsWereTimed)
+{
+  auto const gated = run_cli("compare --synth lidar --points 20000 --res 1 --repeat 3 --modes thread,hybrid,cpu --json " +
+                             out("g.json").string());
+  ASSERT_EQ(gated.code, 0) << gated.output;
+  auto const plain = run_cli("compare --synth lidar --points 20000 --res 1 --repeat 3 --modes thread,hybrid,cpu --no-gate "
+                             "--json " + out("p.json").string());
+  ASSERT_EQ(plain.code, 0) << plain.output;
+  expect_contains(gated.output, "enqueued whole before they start");
+  expect_contains(plain.output, "--no-gate: launch gaps included");
+  expect_contains(gated.output, "outputs identical");
+  expect_contains(plain.output, "outputs identical");
+  auto const read = [](std::filesystem::path const& p) { return nlohmann::json::parse(std::ifstream(p)); };
+  EXPECT_EQ(read(out("g.json"))["timing"], "events, each run enqueued behind a gate");
+  EXPECT_EQ(read(out("p.json"))["timing"], "events, launch gaps included (--no-gate)");
+}
+
 TEST_F(Compare, JsonHoldsEverything)
 {
   auto const json_path = out("c.json");

@@ -3,7 +3,9 @@
 // through all_modes() (those that reduce a CSR: test::csr_modes(); atomic is in grid_gpu_test).
 
 #include "heightgrid/core/metrics.hpp"
+#include "heightgrid/core/error.hpp"
 #include "heightgrid/kernels/device_csr.hpp"
+#include "heightgrid/kernels/gpu.hpp"
 #include "heightgrid/kernels/grid_gpu.hpp"
 #include "heightgrid/kernels/reduce_mode.hpp"
 #include "kernels_test_support.hpp"
@@ -11,11 +13,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <limits>
 #include <numeric>
 #include <random>
+#include <thread>
 #include <vector>
 
 namespace heightgrid {
@@ -193,6 +197,48 @@ TEST_P(ReduceMode, RoundingOnceAtLargeMagnitudes)
   csr.z[3] = -1e-30;  // exponents far apart, both inside float's range
   csr.z[4] = 1e30;
   check(csr, metric_request::from({metric::min, metric::max, metric::range, metric::count}));
+}
+
+// stream_gate: work enqueued behind a gate waits for open(); a gate nobody opens lets the stream go
+// after its timeout and says so; the bands are the same as without a gate.
+TEST(StreamGate, HoldsTheStreamUntilOpenedOrTimedOut)
+{
+  HG_SKIP_WITHOUT_GPU();
+  using clock = std::chrono::steady_clock;
+  auto const csr = make_csr({3, 0, 65, 1000, 1, 32, 0, 33, 7}, 43);
+  auto const device = device_csr::from_host(csr, nullptr);
+  auto const expected = reduce_cells_cpu(csr, all_metrics());
+  auto const elapsed_ms = [](clock::time_point since) {
+    return std::chrono::duration<double, std::milli>(clock::now() - since).count();
+  };
+  // Warm-up runs load the kernels: with CUDA's lazy module loading the first launch of a kernel
+  // waits for the device, i.e. for the gate (as compare's warm-up run does before its gated runs).
+  for (auto const mode : {reduce_mode::hybrid, reduce_mode::thread}) {
+    (void)reduce(device, all_metrics(), nan_nodata, mode, nullptr).kernel_ms();
+  }
+  {  // opened after 100 ms: the run waited for it, its events did not time the wait, no timeout
+    auto const start = clock::now();
+    stream_gate gate(nullptr, 10000.0);
+    auto const run = reduce(device, all_metrics(), nan_nodata, reduce_mode::hybrid, nullptr);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    gate.open();
+    float const ms = run.kernel_ms();
+    EXPECT_GE(elapsed_ms(start), 100.0);
+    EXPECT_LT(ms, 50.0F) << "the events timed the host's wait";
+    EXPECT_FALSE(gate.timed_out());
+    EXPECT_TRUE(same_results(run.to_host(nullptr), expected, all_metrics(), csr.num_cells()));
+  }
+  {  // never opened: the stream goes on after the 200 ms timeout, and the gate says so
+    auto const start = clock::now();
+    stream_gate gate(nullptr, 200.0);
+    auto const run = reduce(device, all_metrics(), nan_nodata, reduce_mode::thread, nullptr);
+    (void)run.kernel_ms();  // waits for the stream, which waits for the timeout
+    EXPECT_GE(elapsed_ms(start), 190.0);
+    EXPECT_TRUE(gate.timed_out());
+    EXPECT_TRUE(same_results(run.to_host(nullptr), expected, all_metrics(), csr.num_cells()));
+  }
+  EXPECT_THROW(stream_gate(nullptr, 0.0), error);
+  EXPECT_THROW(stream_gate(nullptr, -1.0), error);
 }
 
 // The device-resident API: one upload, every mode, repeated; the same bands each time.

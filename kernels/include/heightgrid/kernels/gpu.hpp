@@ -39,6 +39,37 @@ struct gpu_device_info {
 /// does not fit, error_kind::device without a usable GPU.
 [[nodiscard]] double measure_read_bandwidth_gbps(std::size_t bytes, int repeats, cudaStream_t stream);
 
+/// Holds a stream back until open() is called, so that work the host enqueues behind it runs on the
+/// device back to back, without the host's launch latency between its operations. CUDA events
+/// around that work then time the device alone: the gaps of a few microseconds in which the device
+/// waits for the host's next launch would otherwise count, and on 5-10 us kernels they vary from run
+/// to run by more than the kernels do (docs/benchmarks.md, "Timing small kernels").
+/// The constructor enqueues a one-thread kernel that polls a flag in mapped host memory (and sleeps
+/// between polls); open() sets the flag. If the flag is not set within `timeout_ms` the kernel
+/// returns anyway and timed_out() says so once the stream has passed it: a stream must never hang
+/// on a host that threw or that waits for the stream itself (a synchronizing call behind the gate).
+/// The destructor opens the gate. Enqueue nothing that synchronizes with the host behind a gate,
+/// and only kernels that have run before: with CUDA's lazy module loading (the default) the first
+/// launch of a kernel waits for the device, hence for the gate's timeout (seen on an H100).
+/// Throws error(error_kind::device) without a usable GPU.
+/// Example: stream_gate gate(s); launch(s); record(stop, s); gate.open(); sync(stop).
+class stream_gate {
+ public:
+  explicit stream_gate(cudaStream_t stream, double timeout_ms = 1000.0);
+  stream_gate(stream_gate const&) = delete;
+  stream_gate& operator=(stream_gate const&) = delete;
+  ~stream_gate();
+
+  /// Lets the stream go on. Idempotent.
+  void open() noexcept;
+  /// Whether the gate gave up waiting for open(); meaningful once the stream has passed the gate.
+  [[nodiscard]] bool timed_out() const noexcept;
+
+ private:
+  cudaStream_t stream_{nullptr};
+  unsigned int volatile* flags_{nullptr};  ///< [0] open (host writes), [1] timed out (device writes)
+};
+
 /// Where the time of a device pipeline went, in milliseconds, measured with CUDA events on the
 /// stream (so host work that stalls the stream is included in the phase that waits for it).
 struct gpu_phase_times {
