@@ -285,6 +285,32 @@ TEST_F(Hybrid, CellsPerLaneOnSparseAndSkewedGrids)
   }
 }
 
+// Grids whose cells hold 0 or 1 point: the defaults run the thread kernel (thread_max_cell_points),
+// an explicit cells_per_lane the tile kernel, a small grid with warp_grid_max_cells the warp kernel;
+// all equal the CPU's bands.
+TEST_F(Hybrid, GridsOfAtMostOnePointPerCell)
+{
+  auto const request = metric_request::from({metric::min, metric::max, metric::range, metric::count});
+  std::mt19937_64 rng(5);
+  for (std::uint64_t const cells : {1ULL, 31ULL, 32ULL, 33ULL, 8192ULL, 8193ULL, 70001ULL}) {
+    for (int const percent_full : {0, 30, 100}) {
+      std::vector<std::uint64_t> counts(cells);
+      for (auto& c : counts) { c = static_cast<int>(rng() % 100) < percent_full ? 1 : 0; }
+      auto const csr = make_csr(counts, cells + static_cast<std::uint64_t>(percent_full));
+      auto const want = reduce_cells_cpu(csr, request);
+      auto const device = device_csr::from_host(csr, nullptr);
+      auto tile = default_hybrid_thresholds();
+      tile.cells_per_lane = 1;
+      tile.warp_grid_max_cells = 0;
+      for (auto const& t : {default_hybrid_thresholds(), tile}) {
+        auto const got = reduce_hybrid(device, request, default_nodata, t, nullptr).to_host(nullptr);
+        EXPECT_TRUE(same_results(got, want, request, csr.num_cells()))
+          << cells << " cells, " << percent_full << " % holding a point, cells_per_lane " << t.cells_per_lane;
+      }
+    }
+  }
+}
+
 TEST_F(Hybrid, InvalidThresholdsAreUsageErrors)
 {
   auto const device = device_csr::from_host(make_csr({3, 0, 5}, 14), nullptr);

@@ -4,6 +4,8 @@
 // for one warp are queued and cut into chunks that many warps share.
 //
 // Which kernels run is chosen on the host from the grid's shape (launch_balanced):
+//  - no cell above balanced_policy::thread_max_cell_points (1) points: the thread-per-cell kernel
+//    (with cells_per_lane 0, i.e. auto, as the sparse rule below);
 //  - a small grid (at most hybrid_thresholds::warp_grid_max_cells cells, none above
 //    hybrid_warp_grid_max_cell_points): the warp-per-cell kernel alone; tiles of 32 cells would
 //    leave most of the GPU idle (real LAS files of a few thousand cells);
@@ -99,6 +101,18 @@ struct balanced_policy {
   /// against 0.732), as on every denser kind.
   static constexpr double sparse_mean_points = 0.5;
   static constexpr int sparse_cells_per_lane = 2;
+  /// Kernel 2's grid: one warp per possible chunk, capped at this many times the blocks the device
+  /// holds at once (the bound on chunks is far above the chunks actually queued; the warps past
+  /// them exit at once). Measured on an H100 (compare --repeat 10, 10^8 points, two runs each,
+  /// hybrid ms with 1 / 4 / 32 times the resident blocks): clustered 0.404 / 0.389 / 0.394, lidar
+  /// 0.352 / 0.354 / 0.360, uniform and skewed unchanged. A resident grid whose warps claimed
+  /// chunks from an atomic counter was slower (clustered 0.412-0.425).
+  static constexpr unsigned int chunk_grid_waves = 4;
+  /// A grid whose biggest cell holds at most this many points runs the thread-per-cell kernel:
+  /// nothing to balance, and one load per thread. Measured on an H100 (gated compare, repeat 100):
+  /// simple1_4.las (22,826 cells, max 1) thread 4.0 us, tile kernel 4.2; 1.0_0.las (1 cell of 1
+  /// point) thread 3.8 us, warp-per-cell 4.2.
+  static constexpr std::uint64_t thread_max_cell_points = 1;
 };
 
 /// A queued tile (written whole by kernel 1) and its slots in global memory.
@@ -568,6 +582,10 @@ inline void launch_balanced(device_csr_view const& csr, metric_request const& re
   using policy = balanced_policy;
   if (csr.num_cells == 0) { return; }
   bool const known = csr.max_cell_points != device_csr_view::unknown;
+  if (known && t.cells_per_lane == 0 && csr.max_cell_points <= policy::thread_max_cell_points) {
+    launch_thread_per_cell(csr, request, out, nodata, stream);
+    return;
+  }
   if (known && csr.num_cells <= t.warp_grid_max_cells && csr.max_cell_points <= hybrid_warp_grid_max_cell_points) {
     launch_warp_per_cell(csr, request, out, nodata, stream);
     return;
@@ -621,8 +639,11 @@ inline void launch_balanced(device_csr_view const& csr, metric_request const& re
   CUDA_CHECK_LAUNCH();
   if (max_tiles == 0) { return; }
 
-  auto const chunk_blocks =
-    std::min<unsigned int>(grid_blocks(max_chunks, policy::warps_per_block), resident_chunk_blocks());
+  // One warp per possible chunk, up to chunk_grid_waves times what the device holds at once: warps
+  // past the chunks actually queued exit at once, and the block scheduler hands the real ones out
+  // as blocks finish (a resident grid-stride loop left its last round of chunks unbalanced).
+  auto const chunk_blocks = std::min<unsigned int>(grid_blocks(max_chunks, policy::warps_per_block),
+                                                   policy::chunk_grid_waves * resident_chunk_blocks());
   reduce_balanced_chunk_kernel<<<chunk_blocks, policy::block_threads, 0, stream>>>(csr.offsets, csr.z, csr.num_cells,
                                                                                    queue, out, nodata);
   CUDA_CHECK_LAUNCH();
