@@ -3,7 +3,7 @@
 #   tar xJf .devpack/pack.tar.xz -C /tmp && source /tmp/pack/env.sh && scripts/gpu_check.sh PART
 # PART: tests | sanitize | equal | bench | all, or (run alone) ladder | sanitize2 | sweep | compare8 |
 # compare9 (KINDS="skewed clustered" picks the kinds) | sums | torch | pipeline | real (REPEAT=20, MODES=thread,warp,hybrid
-# picks the modes). sweep takes SWEEP_ARGS. Logs go to $OUT (or /tmp/gpu_out).
+# picks the modes, COMPARE_ARGS=--no-gate adds options) | ncu (KINDS, POINTS) | ncu_source (KIND, KERNEL, MODES). sweep takes SWEEP_ARGS. Logs go to $OUT (or /tmp/gpu_out).
 set -u
 out=${OUT:-/tmp/gpu_out}; mkdir -p "$out"
 extra=/tmp/pack/extra
@@ -75,7 +75,7 @@ fi
 if [[ $part == sanitize2 ]]; then
   step "memcheck: hybrid, atomic, ladder"
   timeout 200 compute-sanitizer --tool memcheck --report-api-errors no kernels_tests \
-    --gtest_filter='*hybrid*:*Hybrid*:*atomic*:*Atomic*:*Ladder*:-*OutOfMemory*' > "$out/memcheck2.log" 2>&1
+    --gtest_filter='*hybrid*:*Hybrid*:*atomic*:*Atomic*:*Ladder*:*StreamGate*:-*OutOfMemory*' > "$out/memcheck2.log" 2>&1
   echo "rc=$?"; grep -E 'ERROR SUMMARY|PASSED|FAILED' "$out/memcheck2.log" | tail -3
   step "racecheck: hybrid, ladder kernels 5-7"
   timeout 150 compute-sanitizer --tool racecheck --report-api-errors no kernels_tests \
@@ -111,7 +111,7 @@ fi
 if [[ $part == compare9 ]]; then
   for k in ${KINDS:-uniform lidar}; do
     step "compare --synth $k --points 1e9"
-    heightgrid compare --synth $k --points 1000000000 --res 1 --repeat 5 --json "$out/cmp_${k}_1e9.json" --overwrite \
+    heightgrid compare --synth $k --points 1000000000 --res 1 --repeat 5 ${MODES:+--modes "$MODES"} --json "$out/cmp_${k}_1e9.json" --overwrite \
       > "$out/cmp_${k}_1e9.txt" 2>&1; echo "rc=$?"; grep -E '^(thread|warp|cub|hybrid|atomic|cpu) |identical|DIFFER' "$out/cmp_${k}_1e9.txt"
   done
 fi
@@ -132,15 +132,43 @@ fi
 
 if [[ $part == real ]]; then
   # Every uncompressed real LAS file, as docs/benchmarks.md's real-file table.
-  : > "$out/cmp_real_all.txt"
+  tag=${TAG:-all}; : > "$out/cmp_real_${tag}.txt"
   while IFS= read -r f; do
     rel=${f#"$HEIGHTGRID_REAL_DATA_DIR"/}
-    echo "=== heightgrid compare $rel --res 1 --repeat ${REPEAT:-20}" >> "$out/cmp_real_all.txt"
-    heightgrid compare "$f" --res 1 --repeat "${REPEAT:-20}" ${MODES:+--modes "$MODES"} >> "$out/cmp_real_all.txt" 2>&1 \
-      || echo "rc=$? for $rel" >> "$out/cmp_real_all.txt"
+    echo "=== heightgrid compare $rel --res 1 --repeat ${REPEAT:-20}" >> "$out/cmp_real_${tag}.txt"
+    heightgrid compare "$f" --res 1 --repeat "${REPEAT:-20}" ${MODES:+--modes "$MODES"} ${COMPARE_ARGS:-} >> "$out/cmp_real_${tag}.txt" 2>&1 \
+      || echo "rc=$? for $rel" >> "$out/cmp_real_${tag}.txt"
   done < <(find "$HEIGHTGRID_REAL_DATA_DIR" -name '*.las' | sort)
-  grep -E '^===|^(thread|warp|hybrid) |identical|DIFFER|rc=' "$out/cmp_real_all.txt"
+  grep -E '^===|^(thread|warp|hybrid) |identical|DIFFER|rc=' "$out/cmp_real_${tag}.txt"
   step "hybrid / best of thread, warp (medians)"
   awk '/^===/ {f=$4} /^thread / {t=$3} /^warp / {w=$3} /^hybrid / {b=(t<w?t:w); printf "%-60s %.4f %.4f %.4f %.2fx\n", f, t, w, $3, $3/b}' \
-    "$out/cmp_real_all.txt"
+    "$out/cmp_real_${tag}.txt"
+fi
+
+if [[ $part == ncu ]]; then
+  # Nsight Compute on the reduce kernels of thread and hybrid (KINDS picks the synthetic kinds,
+  # POINTS the size): time, DRAM throughput, occupancy and warp stall reasons per kernel.
+  for k in ${KINDS:-skewed clustered lidar}; do
+    step "ncu: compare --synth $k --points ${POINTS:-100000000} --modes thread,hybrid"
+    timeout 280 ncu --clock-control none -k 'regex:reduce_(thread|balanced|warp)' --launch-count ${LAUNCHES:-6} \
+      --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats \
+      --section LaunchStats --section SchedulerStats \
+      heightgrid compare --synth "$k" --points "${POINTS:-100000000}" --res 1 --repeat 1 --modes thread,hybrid \
+      > "$out/ncu_$k.txt" 2>&1; echo "rc=$?"
+    grep -E '^  [a-z_]+.*\(|Duration|DRAM Throughput|Memory Throughput|Achieved Occupancy|Registers Per|Grid Size|Stall|Warp Cycles Per Issued' "$out/ncu_$k.txt" | head -80
+  done
+fi
+
+if [[ $part == ncu_source ]]; then
+  # Per-instruction execution counts and stall samples of one kernel (KERNEL regex, KIND, POINTS).
+  k=${KIND:-skewed}
+  step "ncu source counters: ${KERNEL:-reduce_balanced_tile} on --synth $k --points ${POINTS:-100000000}"
+  timeout 280 ncu --clock-control none -k "regex:${KERNEL:-reduce_balanced_tile}" --launch-count 1 \
+    --section SourceCounters --section InstructionStats --section WarpStateStats --page source --print-source sass --csv \
+    heightgrid compare --synth "$k" --points "${POINTS:-100000000}" --res 1 --repeat 1 --modes ${MODES:-hybrid} \
+    > "$out/ncu_source_$k.csv" 2>&1; echo "rc=$?"; wc -l "$out/ncu_source_$k.csv"
+  timeout 200 ncu --clock-control none -k "regex:${KERNEL:-reduce_balanced_tile}" --launch-count 1 \
+    --section SourceCounters --section InstructionStats --section WarpStateStats \
+    heightgrid compare --synth "$k" --points "${POINTS:-100000000}" --res 1 --repeat 1 --modes ${MODES:-hybrid} \
+    > "$out/ncu_details_$k.txt" 2>&1; echo "rc=$?"
 fi
