@@ -286,8 +286,8 @@ TEST_F(Hybrid, CellsPerLaneOnSparseAndSkewedGrids)
 }
 
 // Grids whose cells hold 0 or 1 point: the defaults run the thread kernel (thread_max_cell_points),
-// an explicit cells_per_lane the tile kernel, a small grid with warp_grid_max_cells the warp kernel;
-// all equal the CPU's bands.
+// an explicit cells_per_lane the warp kernel on grids of at most warp_grid_max_cells cells and the
+// tile kernel otherwise (or always, with warp_grid_max_cells 0); all equal the CPU's bands.
 TEST_F(Hybrid, GridsOfAtMostOnePointPerCell)
 {
   auto const request = metric_request::from({metric::min, metric::max, metric::range, metric::count});
@@ -299,13 +299,15 @@ TEST_F(Hybrid, GridsOfAtMostOnePointPerCell)
       auto const csr = make_csr(counts, cells + static_cast<std::uint64_t>(percent_full));
       auto const want = reduce_cells_cpu(csr, request);
       auto const device = device_csr::from_host(csr, nullptr);
-      auto tile = default_hybrid_thresholds();
-      tile.cells_per_lane = 1;
+      auto explicit_lane = default_hybrid_thresholds();
+      explicit_lane.cells_per_lane = 1;
+      auto tile = explicit_lane;
       tile.warp_grid_max_cells = 0;
-      for (auto const& t : {default_hybrid_thresholds(), tile}) {
+      for (auto const& t : {default_hybrid_thresholds(), explicit_lane, tile}) {
         auto const got = reduce_hybrid(device, request, default_nodata, t, nullptr).to_host(nullptr);
         EXPECT_TRUE(same_results(got, want, request, csr.num_cells()))
-          << cells << " cells, " << percent_full << " % holding a point, cells_per_lane " << t.cells_per_lane;
+          << cells << " cells, " << percent_full << " % holding a point, cells_per_lane " << t.cells_per_lane
+          << ", warp_grid_max_cells " << t.warp_grid_max_cells;
       }
     }
   }

@@ -2,8 +2,8 @@
 // range and count bit for bit, mean and stddev within one float ulp. New modes are picked up
 // through all_modes() (those that reduce a CSR: test::csr_modes(); atomic is in grid_gpu_test).
 
-#include "heightgrid/core/metrics.hpp"
 #include "heightgrid/core/error.hpp"
+#include "heightgrid/core/metrics.hpp"
 #include "heightgrid/kernels/device_csr.hpp"
 #include "heightgrid/kernels/gpu.hpp"
 #include "heightgrid/kernels/grid_gpu.hpp"
@@ -211,8 +211,9 @@ TEST(StreamGate, HoldsTheStreamUntilOpenedOrTimedOut)
   auto const elapsed_ms = [](clock::time_point since) {
     return std::chrono::duration<double, std::milli>(clock::now() - since).count();
   };
-  // Warm-up runs load the kernels: with CUDA's lazy module loading the first launch of a kernel
-  // waits for the device, i.e. for the gate (as compare's warm-up run does before its gated runs).
+  // Warm-up runs first, as compare does before its gated runs: without them the first gated run
+  // of this test waited for the gate's timeout on an H100, most likely because CUDA loads a
+  // kernel's module lazily at its first launch and that load waited for the gated stream.
   for (auto const mode : {reduce_mode::hybrid, reduce_mode::thread}) {
     (void)reduce(device, all_metrics(), nan_nodata, mode, nullptr).kernel_ms();
   }

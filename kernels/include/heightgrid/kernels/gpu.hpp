@@ -49,8 +49,9 @@ struct gpu_device_info {
 /// returns anyway and timed_out() says so once the stream has passed it: a stream must never hang
 /// on a host that threw or that waits for the stream itself (a synchronizing call behind the gate).
 /// The destructor opens the gate. Enqueue nothing that synchronizes with the host behind a gate,
-/// and only kernels that have run before: with CUDA's lazy module loading (the default) the first
-/// launch of a kernel waits for the device, hence for the gate's timeout (seen on an H100).
+/// and only kernels that have run before: on an H100 a gated run whose kernels had not run yet
+/// waited for the gate's timeout, most likely because CUDA's lazy module loading (the default)
+/// loads a kernel at its first launch and that waited for the gated stream.
 /// Throws error(error_kind::device) without a usable GPU.
 /// Example: stream_gate gate(s); launch(s); record(stop, s); gate.open(); sync(stop).
 class stream_gate {
