@@ -313,6 +313,66 @@ TEST_F(Hybrid, GridsOfAtMostOnePointPerCell)
   }
 }
 
+// Sparse grids (under 0.5 points per cell) whose biggest cell sits around the bound up to which
+// the defaults run one thread per cell (balanced_policy::sparse_thread_max_cell_points, 64) and
+// around lane_max: the thread kernel, the tile kernels and their queue must agree with the CPU.
+// lane_max_points far beyond 32 bits is capped, not truncated.
+TEST_F(Hybrid, SparseGridsAroundTheThreadBound)
+{
+  auto const request = metric_request::from({metric::min, metric::max, metric::range, metric::count});
+  std::mt19937_64 rng(64);
+  for (std::uint64_t const cells : {33ULL, 4099ULL, 70001ULL}) {
+    for (std::uint64_t const biggest : {31ULL, 32ULL, 33ULL, 63ULL, 64ULL, 65ULL, 3000ULL}) {
+      std::vector<std::uint64_t> counts(cells);
+      for (auto& c : counts) { c = rng() % 16 == 0 ? 1 + rng() % 3 : 0; }  // mean ~0.125
+      counts[rng() % cells] = biggest;
+      auto const csr = make_csr(counts, cells + biggest);
+      ASSERT_LT(csr.z.size() - biggest, cells / 2) << "the grid around the big cell is not sparse";
+      auto const want = reduce_cells_cpu(csr, request);
+      auto const device = device_csr::from_host(csr, nullptr);
+      auto no_warp_grid = default_hybrid_thresholds();
+      no_warp_grid.warp_grid_max_cells = 0;
+      auto huge_lane = no_warp_grid;
+      huge_lane.lane_max_points = ~std::uint64_t{0};
+      for (auto const& t : {default_hybrid_thresholds(), no_warp_grid, huge_lane}) {
+        auto const got = reduce_hybrid(device, request, default_nodata, t, nullptr).to_host(nullptr);
+        EXPECT_TRUE(same_results(got, want, request, csr.num_cells()))
+          << cells << " cells, biggest " << biggest << ", warp_grid_max_cells " << t.warp_grid_max_cells
+          << ", lane_max " << t.lane_max_points;
+      }
+    }
+  }
+}
+
+// The one-warp-per-tile kernel in several launches (hybrid_thresholds::tiles_per_launch): every
+// tile reduced exactly once, whether the last launch is full or partial, with and without queued
+// tiles and on grids that end in a partial tile.
+TEST_F(Hybrid, TileKernelInSeveralLaunches)
+{
+  auto const request = metric_request::from({metric::min, metric::max, metric::range, metric::count});
+  std::mt19937_64 rng(7);
+  std::geometric_distribution<std::uint64_t> small(0.3);
+  for (std::uint64_t const cells : {1ULL, 32ULL, 33ULL, 95ULL, 96ULL, 97ULL, 1000ULL, 70001ULL}) {
+    for (bool const with_big : {false, true}) {
+      std::vector<std::uint64_t> counts(cells);
+      for (auto& c : counts) { c = small(rng); }
+      if (with_big) { counts[cells / 2] = 20000; }
+      auto const csr = make_csr(counts, cells * 3 + (with_big ? 1 : 0));
+      auto const want = reduce_cells_cpu(csr, request);
+      auto const device = device_csr::from_host(csr, nullptr);
+      for (std::uint64_t const per_launch : {1ULL, 2ULL, 3ULL, 7ULL, 1000ULL}) {
+        auto t = default_hybrid_thresholds();
+        t.cells_per_lane = 1;
+        t.warp_grid_max_cells = 0;
+        t.tiles_per_launch = per_launch;
+        auto const got = reduce_hybrid(device, request, default_nodata, t, nullptr).to_host(nullptr);
+        EXPECT_TRUE(same_results(got, want, request, csr.num_cells()))
+          << cells << " cells" << (with_big ? " with a big one" : "") << ", " << per_launch << " tiles per launch";
+      }
+    }
+  }
+}
+
 TEST_F(Hybrid, InvalidThresholdsAreUsageErrors)
 {
   auto const device = device_csr::from_host(make_csr({3, 0, 5}, 14), nullptr);

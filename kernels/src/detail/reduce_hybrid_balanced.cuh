@@ -10,12 +10,13 @@
 //    hybrid_warp_grid_max_cell_points): the warp-per-cell kernel alone; tiles of 32 cells would
 //    leave most of the GPU idle (real LAS files of a few thousand cells);
 //  - a sparse grid (under balanced_policy::sparse_mean_points points per cell) with no cell above
-//    lane_max: the thread-per-cell kernel alone (real LAS files gridded into millions of nearly
-//    empty cells);
+//    balanced_policy::sparse_thread_max_cell_points (64): the thread-per-cell kernel alone (real LAS
+//    files gridded into millions of nearly empty cells);
 //  - otherwise the two kernels below; on sparse grids with some bigger cell, kernel 1 gives each lane
 //    a run of 2 consecutive cells (hybrid_thresholds::cells_per_lane).
 // Two kernels:
-//  1. reduce_balanced_tile_kernel: warp w owns tiles of 32 consecutive cells (lane l: cell 32 t + l).
+//  1. reduce_balanced_tile_kernel: each warp owns a tile of 32 consecutive cells (lane l: cell 32 t + l)
+//     (reduce_balanced_run_kernel: K consecutive cells per lane, see cells_per_lane).
 //     - every cell of the tile has at most lane_max points: each lane reduces its own cell (the
 //       thread mapping: nothing is cheaper on an even grid);
 //     - otherwise, when the tile holds at most warp_max points: cells of at most lane_max points are
@@ -33,7 +34,7 @@
 //
 // Measured on an H100 (docs/benchmarks.md, "Hybrid mode"), and why the code looks as it does:
 //  - the tile kernel is latency-bound on sparse grids (skewed: 2 points per cell); it must stay at
-//    32 registers (full occupancy: __launch_bounds__(256, 8)): a 38-register build was 3-21 %
+//    32 registers (full occupancy: 64 warps per SM): a 38-register build was 3-21 %
 //    slower on skewed, clustered and hot;
 //  - a lane's run is folded in steps of 4 loads with the loop not unrolled, and its last 1-3 points
 //    are loaded together under predicates: skewed 0.73 ms instead of 0.88 with the compiler's
@@ -52,6 +53,11 @@
 //  apart, was 1.4-4x slower still: hence the shared-memory stage of run_stage), and warps taking
 //  2 or 4 tiles with the next tile's bounds prefetched (skewed 0.64 / 0.63 ms vs 0.67, lidar 0.37 /
 //  0.40 vs 0.35).
+//  Also dropped (docs/benchmarks.md, "Sixth round"; skewed ms at the time 0.658-0.623): a warp
+//  walking 2-16 consecutive tiles with the next tile's bounds in registers (0.76-0.79: spills at 32
+//  registers; 0.68 at 40) or prefetched into L1 (0.69), with the next tile's points guessed and
+//  prefetched into L1 or L2 (0.69-0.85), and a store that tests the requested bands as one mask
+//  (skewed 0.586 vs 0.599, but uniform 0.395 vs 0.321).
 //  Kept: prefetching each tile's points into L1 (prefetch_l1: skewed 0.66 ms vs 0.69, uniform 0.32
 //  vs 0.34, lidar 0.35 vs 0.36).
 
@@ -79,10 +85,21 @@ namespace heightgrid::detail {
 struct balanced_policy {
   static constexpr int warps_per_block = 8;
   static constexpr int block_threads = warps_per_block * warp_size;
-  /// Blocks of the tile kernel that must fit on one SM: 8 x 256 threads = full occupancy, which
-  /// caps the kernel at 32 registers.
-  static constexpr int tile_min_blocks_per_sm = 8;
-  /// The same for cells_per_lane > 1, whose runs keep K cell ends in registers.
+  /// Warps the tile kernel (one cell per lane) must fit on one SM: 64, full occupancy, which caps
+  /// it at 32 registers.
+  static constexpr int resident_warps_per_sm = 64;
+  /// Warps per block of the tile kernel: 8, or 2 on grids of fewer than sparse_tile_mean_points
+  /// points per cell on average. Measured on an H100 (compare --repeat 10, 10^8 points, hybrid ms
+  /// with blocks of 2 / 4 / 8 warps): skewed (2 points per cell) 0.580 / 0.580 / 0.597; uniform
+  /// (10) 0.327 / 0.326 / 0.322, lidar 0.354 / 0.366 / 0.353, clustered 0.384 / 0.383 / 0.387.
+  /// Likely why: a block's SM slot frees only when its slowest warp is done, and on a sparse grid
+  /// a few tiles with a bigger cell hold up their block; on the denser kinds smaller blocks tied
+  /// or lost. The bound of 4 lies between the densities measured, not swept.
+  static constexpr int tile_warps_per_block = 8;
+  static constexpr int sparse_tile_warps_per_block = 2;
+  static constexpr double sparse_tile_mean_points = 4.0;
+  /// Blocks of warps_per_block warps of kernel 1 with cells_per_lane > 1 that must fit on one SM
+  /// (their runs keep K cell ends in registers: 40 registers).
   static constexpr int run_tile_min_blocks_per_sm = 6;
   /// Independent loads in flight per lane, in a lane's run and in the warp's coalesced loop.
   static constexpr int loads_in_flight = 4;
@@ -101,6 +118,15 @@ struct balanced_policy {
   /// against 0.732), as on every denser kind.
   static constexpr double sparse_mean_points = 0.5;
   static constexpr int sparse_cells_per_lane = 2;
+  /// A sparse grid (as above) whose biggest cell holds at most this many points runs the thread
+  /// kernel. Measured on an H100 (gated compare, thread / hybrid ms before this rule, when the bound
+  /// was lane_max = 32): 10^8 cells holding 3 x 10^7 points (`--synth skewed --zipf-s 0.3
+  /// --density 0.3`, biggest cell 56) thread 0.687, 2 cells per lane 0.746; simple1_3.las (52,000
+  /// cells, one of 47 points) thread 5.4 us, 2 cells per lane 5.7.
+  static constexpr std::uint64_t sparse_thread_max_cell_points = 64;
+  /// fold_lane counts in 32 bits: a lane never takes a cell of more points than this, whatever
+  /// hybrid_thresholds::lane_max_points says.
+  static constexpr std::uint64_t max_lane_points = 0xffffffffULL;
   /// Kernel 2's grid: one warp per possible chunk, capped at this many times the blocks the device
   /// holds at once (the bound on chunks is far above the chunks actually queued; the warps past
   /// them exit at once). Measured on an H100 (compare --repeat 10, 10^8 points, two runs each,
@@ -137,14 +163,15 @@ struct tile_queue {
 /// One lane folds p[0, n) into (lo, hi): steps of loads_in_flight independent loads (the loop is
 /// not unrolled: most runs are short, and the unrolled loop's extra branches cost more than its
 /// deeper pipelining gains, see the file comment), then the last 1-3 points loaded together, each
-/// load predicated on the point existing.
+/// load predicated on the point existing. The count is 32-bit (a lane's cell never holds more than
+/// lane_max points, which launch_balanced caps at max_lane_points): on an H100 (compare --repeat
+/// 10, skewed 10^8) 0.638 ms instead of 0.658 with a 64-bit count and end pointer.
 /// Example: n = 6: one step of p[0..3], then p[4] and p[5] in one round.
-__device__ inline void fold_lane(double const* __restrict__ p, std::uint64_t n, double& lo, double& hi)
+__device__ inline void fold_lane(double const* __restrict__ p, std::uint32_t n, double& lo, double& hi)
 {
   constexpr int step = balanced_policy::loads_in_flight;
-  double const* const stop = p + n;
 #pragma unroll 1
-  for (; p + step <= stop; p += step) {
+  for (; n >= step; n -= step, p += step) {
     double v[step];
 #pragma unroll
     for (int k = 0; k < step; ++k) { v[k] = __ldg(p + k); }
@@ -155,10 +182,10 @@ __device__ inline void fold_lane(double const* __restrict__ p, std::uint64_t n, 
     }
   }
   static_assert(step == 4, "the tail below handles up to 3 points");
-  if (p < stop) {
+  if (n != 0) {
     double const v0 = __ldg(p);
-    double const v1 = p + 1 < stop ? __ldg(p + 1) : v0;
-    double const v2 = p + 2 < stop ? __ldg(p + 2) : v0;
+    double const v1 = n > 1 ? __ldg(p + 1) : v0;
+    double const v2 = n > 2 ? __ldg(p + 2) : v0;
     lo = min_of(min_of(min_of(lo, v0), v1), v2);
     hi = max_of(max_of(max_of(hi, v0), v1), v2);
   }
@@ -238,15 +265,16 @@ struct balanced_params {
 /// the prefetches do not wait. The lanes' own folds then find their later steps in L1 instead of
 /// waiting on memory once per step. Measured on an H100 (compare, 10^8, hybrid ms without / with):
 /// skewed 0.694 / 0.657, uniform 0.335 / 0.321, lidar 0.362 / 0.351, clustered 0.405 / 0.405.
+/// Lane l takes the l-th line from the one holding b, if it starts before e (addresses, not line
+/// numbers: skewed 0.614 ms instead of 0.623 with the line numbers' extra shifts).
 /// Every lane must call it with the same b and e.
 /// Example: b .. e spanning 3 lines: lanes 0-2 prefetch one line each.
 __device__ inline void prefetch_l1(double const* b, double const* e, int lane)
 {
-  constexpr int line_shift = 7;  // 128-byte lines
-  auto const first_line = reinterpret_cast<std::uintptr_t>(b) >> line_shift;
-  auto const last_line = (reinterpret_cast<std::uintptr_t>(e) - 1) >> line_shift;
-  auto const line = first_line + static_cast<std::uintptr_t>(lane);
-  if (e > b && line <= last_line) { asm volatile("prefetch.global.L1 [%0];" ::"l"(line << line_shift)); }
+  constexpr std::uintptr_t line_bytes = 128;
+  auto const line = (reinterpret_cast<std::uintptr_t>(b) & ~(line_bytes - 1)) +
+                    static_cast<std::uintptr_t>(lane) * line_bytes;
+  if (b < e && line < reinterpret_cast<std::uintptr_t>(e)) { asm volatile("prefetch.global.L1 [%0];" ::"l"(line)); }
 }
 
 /// One tile of 32 consecutive cells from `first` (lane l: cell first + l), reduced lane per cell,
@@ -270,8 +298,19 @@ __device__ __forceinline__ void reduce_tile32(point_offset const* __restrict__ o
   // left neighbour's end by a shuffle, which waits for the load. Measured on an H100 (compare,
   // repeat 20): 78-85 us instead of 93 us on the real files gridded into millions of mostly
   // empty cells; 1-3 % slower at 10^8 points (uniform 0.341 vs 0.338 ms, lidar 0.361 vs 0.350).
-  std::uint64_t const begin = offsets[cell < num_cells ? cell : num_cells];
-  std::uint64_t const end = offsets[cell < num_cells ? cell + 1 : num_cells];
+  // A whole tile (all but the last) loads them without clamping each index to num_cells: skewed
+  // 0.651 ms instead of 0.658, and 0.626 together with fold_lane's 32-bit count (H100, compare
+  // --repeat 10, 10^8 points; uniform, lidar and clustered unchanged).
+  std::uint64_t begin;
+  std::uint64_t end;
+  if (first + warp_size <= num_cells) {  // warp-uniform
+    point_offset const* const bounds = offsets + cell;
+    begin = bounds[0];
+    end = bounds[1];
+  } else {
+    begin = offsets[cell < num_cells ? cell : num_cells];
+    end = offsets[cell < num_cells ? cell + 1 : num_cells];
+  }
   std::uint64_t const n = end - begin;
   bool const own = n <= params.lane_max;
   std::uint64_t const tile_begin = __shfl_sync(full_warp_mask, begin, 0);
@@ -281,7 +320,7 @@ __device__ __forceinline__ void reduce_tile32(point_offset const* __restrict__ o
   double lo = ::cuda::std::numeric_limits<double>::infinity();
   double hi = -::cuda::std::numeric_limits<double>::infinity();
   if (AllSmall || __all_sync(full_warp_mask, own)) {
-    fold_lane(z + begin, n, lo, hi);
+    fold_lane(z + begin, static_cast<std::uint32_t>(n), lo, hi);
   } else {
     if (tile_end - tile_begin > params.warp_max) {  // warp-uniform: queue the tile
       std::uint64_t const chunks = (tile_end - tile_begin + queue.chunk_points - 1) / queue.chunk_points;
@@ -308,7 +347,7 @@ __device__ __forceinline__ void reduce_tile32(point_offset const* __restrict__ o
       }
       return;  // warp-uniform: kernel 2 stores this tile
     }
-    if (own) { fold_lane(z + begin, n, lo, hi); }
+    if (own) { fold_lane(z + begin, static_cast<std::uint32_t>(n), lo, hi); }
     warp_cells(z, __ballot_sync(full_warp_mask, !own), begin, end, 0,
                ::cuda::std::numeric_limits<std::uint64_t>::max(), lane, lo, hi);
   }
@@ -381,10 +420,34 @@ __device__ __forceinline__ void fold_run(double const* __restrict__ p, std::uint
   while (slot < stop_slot) { next_cell(); }  // the last non-empty cell and the empty ones after it
 }
 
-/// Kernel 1.
+/// Kernel 1, one cell per lane.
+/// Mapping: warp w of block b reduces tile t = first_tile + Warps b + w if t < end_tile
+///   (reduce_tile32; lane l: cell 32 t + l); no loop: the launches cover the tiles (several past
+///   the grid limit, each its own range: a launch's last block may have warps past it). One tile per warp and no grid-stride loop measured faster (skewed 0.602 ms
+///   instead of 0.623, H100, compare --repeat 10, 10^8 points), and so did blocks of 2 warps on
+///   sparse grids (balanced_policy::sparse_tile_warps_per_block).
+/// Preconditions: as reduce_balanced_run_kernel, with blockDim.x == Warps x 32.
+/// Result: the requested bands of every cell of every tile it covers that was not queued, once the
+///   kernel has completed.
+/// Example: 100 cells, Warps 2, first_tile 0, end_tile 4: blocks 0 and 1; warps 0-3 take tiles
+///   0-3 (cells 0-31, ..., 96-99 with lanes 4-31 past the grid).
+template <bool AllSmall, int Warps>
+static __global__ void __launch_bounds__(Warps * warp_size, balanced_policy::resident_warps_per_sm / Warps)
+  reduce_balanced_tile_kernel(point_offset const* __restrict__ offsets, double const* __restrict__ z,
+                              std::uint64_t num_cells, balanced_params params, tile_queue queue, output_bands out,
+                              float nodata, std::uint64_t first_tile, std::uint64_t end_tile)
+{
+  unsigned int const warp = threadIdx.x / warp_size;  // unsigned: shifts, not signed division
+  int const lane = static_cast<int>(threadIdx.x % warp_size);
+  std::uint64_t const tile = first_tile + static_cast<std::uint64_t>(blockIdx.x) * Warps + warp;
+  if (tile < end_tile) {
+    reduce_tile32<AllSmall>(offsets, z, num_cells, tile * warp_size, params, queue, out, nodata, lane);
+  }
+}
+
+/// Kernel 1, K > 1 cells per lane.
 /// Mapping: one warp per tile of 32 x K consecutive cells, grid-stride over tiles.
-///   K == 1: reduce_tile32 (lane l: cell 32 t + l).
-///   K > 1: lane l owns the K cells from 32 K t + K l, reads their K + 1 bounds (independent loads)
+///   Lane l owns the K cells from 32 K t + K l, reads their K + 1 bounds (independent loads)
 ///   and, when no cell of the warp's tile has more than lane_max points, folds its K cells as one
 ///   contiguous run (fold_run): a lane has K times the points in flight of one cell, which is what
 ///   sparse grids lack. Otherwise the tile is reduced as K tiles of 32 cells by reduce_tile32.
@@ -396,59 +459,56 @@ __device__ __forceinline__ void fold_run(double const* __restrict__ p, std::uint
 ///   cell 1 empty; lane 1 folds z[2, 6): z[2..4] -> cell 2, z[5] -> cell 3; lanes 2-31 own cells
 ///   past num_cells (empty runs) and store nothing.
 template <bool AllSmall, int K>
-static __global__ void __launch_bounds__(balanced_policy::block_threads,
-                                         K == 1 ? balanced_policy::tile_min_blocks_per_sm
-                                                : balanced_policy::run_tile_min_blocks_per_sm)
-  reduce_balanced_tile_kernel(point_offset const* __restrict__ offsets, double const* __restrict__ z,
-                              std::uint64_t num_cells, balanced_params params, tile_queue queue, output_bands out,
-                              float nodata)
+static __global__ void __launch_bounds__(balanced_policy::block_threads, balanced_policy::run_tile_min_blocks_per_sm)
+  reduce_balanced_run_kernel(point_offset const* __restrict__ offsets, double const* __restrict__ z,
+                             std::uint64_t num_cells, balanced_params params, tile_queue queue, output_bands out,
+                             float nodata)
 {
+  static_assert(K > 1, "one cell per lane is reduce_balanced_tile_kernel");
   using policy = balanced_policy;
   constexpr std::uint64_t tile_cells = std::uint64_t{warp_size} * K;
   constexpr std::uint64_t max_run_points = 0xffffffffULL;  // a run's positions are 32-bit
   int const warp = static_cast<int>(threadIdx.x) / warp_size;
   int const lane = static_cast<int>(threadIdx.x) % warp_size;
   std::uint64_t const tiles = (num_cells + tile_cells - 1) / tile_cells;
-  std::uint64_t const warp_stride = static_cast<std::uint64_t>(gridDim.x) * policy::warps_per_block;
 
+  std::uint64_t const warp_stride = static_cast<std::uint64_t>(gridDim.x) * policy::warps_per_block;
   for (std::uint64_t tile = static_cast<std::uint64_t>(blockIdx.x) * policy::warps_per_block +
                             static_cast<std::uint64_t>(warp);
        tile < tiles; tile += warp_stride) {
     std::uint64_t const first = tile * tile_cells;
-    if constexpr (K == 1) {
-      reduce_tile32<AllSmall>(offsets, z, num_cells, first, params, queue, out, nodata, lane);
-    } else {
-      __shared__ run_stage<K> stage[policy::warps_per_block];
-      std::uint64_t const cell = first + static_cast<std::uint64_t>(lane) * K;
-      std::uint64_t const begin = offsets[cell < num_cells ? cell : num_cells];
-      std::uint32_t e[K];
-      bool small = true;
-      std::uint64_t previous = begin;
+    __shared__ run_stage<K> stage[policy::warps_per_block];
+    std::uint64_t const cell = first + static_cast<std::uint64_t>(lane) * K;
+    std::uint64_t const begin = offsets[cell < num_cells ? cell : num_cells];
+    std::uint32_t e[K];
+    bool small = true;
+    std::uint64_t previous = begin;
+#pragma unroll
+    for (int j = 0; j < K; ++j) {
+      std::uint64_t const c = cell + static_cast<std::uint64_t>(j) + 1;
+      std::uint64_t const end = offsets[c < num_cells ? c : num_cells];
+      small = small && end - previous <= params.lane_max && end - begin <= max_run_points;
+      e[j] = static_cast<std::uint32_t>(end - begin);  // exact whenever `small`
+      previous = end;
+    }
+    if (AllSmall || __all_sync(full_warp_mask, small)) {
+      run_stage<K>& mine = stage[warp];
+      fold_run<K>(z + begin, e, mine, lane * K);
+      __syncwarp();
 #pragma unroll
       for (int j = 0; j < K; ++j) {
-        std::uint64_t const c = cell + static_cast<std::uint64_t>(j) + 1;
-        std::uint64_t const end = offsets[c < num_cells ? c : num_cells];
-        small = small && end - previous <= params.lane_max && end - begin <= max_run_points;
-        e[j] = static_cast<std::uint32_t>(end - begin);  // exact whenever `small`
-        previous = end;
+        int const slot = j * warp_size + lane;
+        std::uint64_t const c = first + static_cast<std::uint64_t>(slot);
+        if (c < num_cells) {
+          store_cell(out, c, cell_moments{mine.n[slot], mine.lo[slot], mine.hi[slot], 0.0, 0.0}, nodata);
+        }
       }
-      if (AllSmall || __all_sync(full_warp_mask, small)) {
-        run_stage<K>& mine = stage[warp];
-        fold_run<K>(z + begin, e, mine, lane * K);
-        __syncwarp();
-#pragma unroll
-        for (int j = 0; j < K; ++j) {
-          int const slot = j * warp_size + lane;
-          std::uint64_t const c = first + static_cast<std::uint64_t>(slot);
-          if (c < num_cells) { store_cell(out, c, cell_moments{mine.n[slot], mine.lo[slot], mine.hi[slot], 0.0, 0.0}, nodata); }
-        }
-        __syncwarp();  // the stage is free for the next tile
-      } else {
+      __syncwarp();  // the stage is free for the next tile
+    } else {
 #pragma unroll 1
-        for (int s = 0; s < K; ++s) {
-          reduce_tile32<false>(offsets, z, num_cells, first + static_cast<std::uint64_t>(s) * warp_size, params,
-                               queue, out, nodata, lane);
-        }
+      for (int s = 0; s < K; ++s) {
+        reduce_tile32<false>(offsets, z, num_cells, first + static_cast<std::uint64_t>(s) * warp_size, params,
+                             queue, out, nodata, lane);
       }
     }
   }
@@ -556,16 +616,27 @@ inline int balanced_cells_per_lane(hybrid_thresholds const& t, bool sparse) noex
 }
 
 using balanced_tile_kernel_t = void (*)(point_offset const*, double const*, std::uint64_t, balanced_params, tile_queue,
-                                        output_bands, float);
+                                        output_bands, float, std::uint64_t, std::uint64_t);
+using balanced_run_kernel_t = void (*)(point_offset const*, double const*, std::uint64_t, balanced_params, tile_queue,
+                                       output_bands, float);
 
+/// Kernel 1 with one cell per lane in blocks of `warps` warps (2 or 8).
 template <bool AllSmall>
-balanced_tile_kernel_t balanced_tile_kernel(int cells_per_lane) noexcept
+balanced_tile_kernel_t balanced_tile_kernel(int warps) noexcept
+{
+  return warps == balanced_policy::sparse_tile_warps_per_block
+           ? reduce_balanced_tile_kernel<AllSmall, balanced_policy::sparse_tile_warps_per_block>
+           : reduce_balanced_tile_kernel<AllSmall, balanced_policy::tile_warps_per_block>;
+}
+
+/// Kernel 1 with 2, 4 or 8 cells per lane.
+template <bool AllSmall>
+balanced_run_kernel_t balanced_run_kernel(int cells_per_lane) noexcept
 {
   switch (cells_per_lane) {
-    case 2: return reduce_balanced_tile_kernel<AllSmall, 2>;
-    case 4: return reduce_balanced_tile_kernel<AllSmall, 4>;
-    case 8: return reduce_balanced_tile_kernel<AllSmall, 8>;
-    default: return reduce_balanced_tile_kernel<AllSmall, 1>;
+    case 4: return reduce_balanced_run_kernel<AllSmall, 4>;
+    case 8: return reduce_balanced_run_kernel<AllSmall, 8>;
+    default: return reduce_balanced_run_kernel<AllSmall, 2>;
   }
 }
 
@@ -592,14 +663,17 @@ inline void launch_balanced(device_csr_view const& csr, metric_request const& re
   }
   bool const sparse =
     static_cast<double>(csr.num_points) < policy::sparse_mean_points * static_cast<double>(csr.num_cells);
-  if (known && sparse && t.cells_per_lane == 0 && csr.max_cell_points <= t.lane_max_points) {
-    // Nearly empty cells, none big: one thread per cell measured best (see sparse_mean_points).
+  if (known && sparse && t.cells_per_lane == 0 && csr.max_cell_points <= policy::sparse_thread_max_cell_points) {
+    // Nearly empty cells, none big: one thread per cell measured best (see sparse_mean_points and
+    // sparse_thread_max_cell_points).
     launch_thread_per_cell(csr, request, out, nodata, stream);
     return;
   }
   int const cells_per_lane = balanced_cells_per_lane(t, sparse);
+  // A lane counts its cell's points in 32 bits (fold_lane).
+  std::uint64_t const lane_max = std::min(t.lane_max_points, policy::max_lane_points);
   // A run of K cells must fit 32-bit positions for kernel 1 to skip its size checks.
-  bool const all_small = known && csr.max_cell_points <= t.lane_max_points &&
+  bool const all_small = known && csr.max_cell_points <= lane_max &&
                          csr.max_cell_points <= 0xffffffffULL / static_cast<std::uint64_t>(cells_per_lane);
   // A tile holds at most 32 x the biggest cell.
   bool const no_queue = all_small || (known && csr.max_cell_points <= t.warp_max_points / warp_size);
@@ -626,17 +700,34 @@ inline void launch_balanced(device_csr_view const& csr, metric_request const& re
   }
   // Without a queue the warp budget is unbounded: kernel 1 never queues (and max_tiles is 0 only
   // when no tile can exceed it).
-  balanced_params const params{t.lane_max_points,
+  balanced_params const params{lane_max,
                                max_tiles == 0 ? ::cuda::std::numeric_limits<std::uint64_t>::max() : t.warp_max_points};
 
   auto const tile_cells = std::uint64_t{warp_size} * static_cast<std::uint64_t>(cells_per_lane);
   auto const tiles = (csr.num_cells + tile_cells - 1) / tile_cells;
-  auto const blocks = grid_blocks(tiles, policy::warps_per_block);
-  auto* const tile_kernel =
-    all_small ? balanced_tile_kernel<true>(cells_per_lane) : balanced_tile_kernel<false>(cells_per_lane);
-  tile_kernel<<<blocks, policy::block_threads, 0, stream>>>(csr.offsets, csr.z, csr.num_cells, params, queue, out,
-                                                             nodata);
-  CUDA_CHECK_LAUNCH();
+  if (cells_per_lane == 1) {
+    int const warps = static_cast<double>(csr.num_points) < policy::sparse_tile_mean_points *
+                                                                static_cast<double>(csr.num_cells)
+                        ? policy::sparse_tile_warps_per_block
+                        : policy::tile_warps_per_block;
+    auto* const kernel = all_small ? balanced_tile_kernel<true>(warps) : balanced_tile_kernel<false>(warps);
+    // One warp per tile: as many launches as the grid limit (or t.tiles_per_launch) needs.
+    std::uint64_t const most = max_grid_blocks * static_cast<std::uint64_t>(warps);
+    std::uint64_t const per_launch = t.tiles_per_launch == 0 ? most : std::min(t.tiles_per_launch, most);
+    for (std::uint64_t first_tile = 0; first_tile < tiles; first_tile += per_launch) {
+      std::uint64_t const count = std::min(tiles - first_tile, per_launch);
+      kernel<<<grid_blocks(count, static_cast<std::uint64_t>(warps)), static_cast<unsigned int>(warps * warp_size), 0,
+               stream>>>(csr.offsets, csr.z, csr.num_cells, params, queue, out, nodata, first_tile,
+                         first_tile + count);
+      CUDA_CHECK_LAUNCH();
+    }
+  } else {
+    auto* const kernel =
+      all_small ? balanced_run_kernel<true>(cells_per_lane) : balanced_run_kernel<false>(cells_per_lane);
+    kernel<<<grid_blocks(tiles, policy::warps_per_block), policy::block_threads, 0, stream>>>(
+      csr.offsets, csr.z, csr.num_cells, params, queue, out, nodata);
+    CUDA_CHECK_LAUNCH();
+  }
   if (max_tiles == 0) { return; }
 
   // One warp per possible chunk, up to chunk_grid_waves times what the device holds at once: warps

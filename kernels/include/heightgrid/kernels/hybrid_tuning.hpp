@@ -43,6 +43,10 @@ struct hybrid_thresholds {
   /// Requests with sums: a grid whose biggest cell is known and holds at most this many points
   /// runs one thread per cell (the `thread` mode's kernel, sums in CSR order). 0: never.
   std::uint64_t sums_thread_max_cell_points{0};
+  /// Requests without sums, one cell per lane: tiles of 32 cells per launch of the tile kernel,
+  /// which runs one warp per tile without a loop. 0: as many as one launch holds (2^31 - 1 blocks
+  /// of 8 tiles, more than any device's memory can hold); tests set it small to run several.
+  std::uint64_t tiles_per_launch{0};
 };
 
 /// The biggest cell a grid may hold to take hybrid_thresholds::warp_grid_max_cells's path.
