@@ -548,6 +548,10 @@ static __global__ void __launch_bounds__(balanced_policy::block_threads)
     std::uint64_t const tile_chunks = (tile_n + size - 1) / size;
     std::uint64_t const b = tile_begin + (c - first_chunk) * size;
     std::uint64_t const e = b + size < tile_begin + tile_n ? b + size : tile_begin + tile_n;
+    // The chunk's first 512 points (32 lines) into L1 while its cells' bounds load (measured on an
+    // H100, compare --repeat 10, 10^8 points, two runs: clustered 0.381 ms instead of 0.386;
+    // skewed and lidar unchanged; the first 1,024 points: 0.383, 2,048: 0.417).
+    prefetch_l1(z + b, z + e, lane);
 
     std::uint64_t const cell = first + static_cast<std::uint64_t>(lane);
     std::uint64_t const end = offsets[cell < num_cells ? cell + 1 : num_cells];
