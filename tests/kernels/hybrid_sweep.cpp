@@ -9,7 +9,9 @@
 // --lanes/--warps/--chunks replace the lists of lane_max, warp_max and chunk sizes swept (defaults
 // 0,16,32,64,128 / 512,1024,4096 / 1024,2048,4096,65536; with --grid axes the chunk sizes are swept
 // at the default lane_max and warp_max only). --cells lists cells_per_lane values (1, 2, 4, 8) swept
-// at the default lane_max, warp_max and chunk size (default: 1,2,4,8).
+// at the default lane_max, warp_max and chunk size (default: 1,2,4,8). A warp_max other than the
+// default applies as given (queued_warp_max_points 0); rows at the default warp_max keep the
+// default queued_warp_max_points.
 //
 // Each time is the median of R reduce() calls after one warm-up (CUDA events around the mode's work,
 // as device_cell_results::kernel_ms() reports it), for the bands range + count. Effective bandwidth
@@ -342,6 +344,9 @@ int sweep(sweep_options const& o)
       auto t = defaults;
       t.lane_max_points = l;
       t.warp_max_points = w;
+      // A swept warp_max applies as given; at the default one, so does the default's
+      // queued_warp_max_points (queueing from 512 points when some cell exceeds warp_max).
+      if (w != defaults.warp_max_points) { t.queued_warp_max_points = 0; }
       t.split_chunk_points = c;
       t.cells_per_lane = k;
       configs.push_back(t);

@@ -373,6 +373,34 @@ TEST_F(Hybrid, TileKernelInSeveralLaunches)
   }
 }
 
+// Grids with a cell above warp_max queue tiles from queued_warp_max_points on (512 by default):
+// tiles of 300-1,500 points holding 33-100-point cells, next to one cell of 5,000 points, reduced
+// with the default rule, with it off (0), below and above the tiles' sizes, and on a grid without
+// the big cell (where the rule does not apply); every result equal to the CPU's.
+TEST_F(Hybrid, QueuesSmallerTilesWhenACellExceedsWarpMax)
+{
+  auto const request = metric_request::from({metric::min, metric::max, metric::range, metric::count});
+  std::mt19937_64 rng(512);
+  std::uniform_int_distribution<std::uint64_t> mid(33, 100);
+  std::uniform_int_distribution<std::uint64_t> few(0, 12);
+  for (bool const with_big : {true, false}) {
+    std::vector<std::uint64_t> counts(20000);
+    for (auto& c : counts) { c = rng() % 8 == 0 ? mid(rng) : few(rng); }
+    if (with_big) { counts[9999] = 5000; }
+    auto const csr = make_csr(counts, with_big ? 41 : 42);
+    auto const want = reduce_cells_cpu(csr, request);
+    auto const device = device_csr::from_host(csr, nullptr);
+    for (std::uint64_t const queued : {512ULL, 0ULL, 100ULL, 1000ULL, 4000ULL}) {
+      auto t = default_hybrid_thresholds();
+      t.warp_grid_max_cells = 0;
+      t.queued_warp_max_points = queued;
+      auto const got = reduce_hybrid(device, request, default_nodata, t, nullptr).to_host(nullptr);
+      EXPECT_TRUE(same_results(got, want, request, csr.num_cells()))
+        << (with_big ? "with" : "without") << " the 5,000-point cell, queued_warp_max_points " << queued;
+    }
+  }
+}
+
 TEST_F(Hybrid, InvalidThresholdsAreUsageErrors)
 {
   auto const device = device_csr::from_host(make_csr({3, 0, 5}, 14), nullptr);

@@ -76,6 +76,15 @@ struct hybrid_policy {
   static constexpr std::uint64_t lane_max_points = 32;
   static constexpr std::uint64_t warp_max_points = 2048;
   static constexpr std::uint64_t split_chunk_points = 2048;
+  /// Requests without sums, grids whose biggest cell holds more than warp_max_points and that
+  /// hold at least 4 points per cell on average (balanced_policy::sparse_tile_mean_points): tiles
+  /// are queued from 512 points on. Measured on an H100 (hybrid_sweep --points 1e8 --warps
+  /// 256,512,768,1024,2048, range + count, ms): clustered 0.376 / 0.374 / 0.378 / 0.383 / 0.393,
+  /// skewed 0.639 / 0.618 / 0.617 / 0.615 / 0.619; lidar (biggest cell 77, so never affected)
+  /// 0.683 / 0.571 / 0.480 / 0.385 / 0.365: queueing costs where no tile must be queued anyway.
+  /// compare, range only: clustered 10^8 0.364 ms instead of 0.381, 10^9 3.331 vs 3.326; skewed
+  /// 10^9 5.413 vs 5.367, hence not on grids as thin as skewed's 2 points per cell.
+  static constexpr std::uint64_t queued_warp_max_points = 512;
   /// Requests with sums: the values their kernels had when they were last the only hybrid kernels.
   /// With lane_max 32 / warp_max 2048 they measured lidar 0.787 ms against thread's 0.440 (H100,
   /// compare --metrics range,mean,stddev, 10^8 points); with these, 0.611.
@@ -110,8 +119,10 @@ inline hybrid_thresholds hybrid_sums_defaults() noexcept
 inline hybrid_thresholds hybrid_defaults() noexcept
 {
   using policy = hybrid_policy;
-  return {policy::lane_max_points,       policy::warp_max_points, policy::split_chunk_points,
-          policy::stage_points_per_lane, policy::cells_per_lane,  policy::warp_grid_max_cells};
+  hybrid_thresholds t{policy::lane_max_points,       policy::warp_max_points, policy::split_chunk_points,
+                      policy::stage_points_per_lane, policy::cells_per_lane,  policy::warp_grid_max_cells};
+  t.queued_warp_max_points = policy::queued_warp_max_points;
+  return t;
 }
 
 /// The thresholds as kernel 1 uses them.

@@ -423,9 +423,10 @@ __device__ __forceinline__ void fold_run(double const* __restrict__ p, std::uint
 /// Kernel 1, one cell per lane.
 /// Mapping: warp w of block b reduces tile t = first_tile + Warps b + w if t < end_tile
 ///   (reduce_tile32; lane l: cell 32 t + l); no loop: the launches cover the tiles (several past
-///   the grid limit, each its own range: a launch's last block may have warps past it). One tile per warp and no grid-stride loop measured faster (skewed 0.602 ms
-///   instead of 0.623, H100, compare --repeat 10, 10^8 points), and so did blocks of 2 warps on
-///   sparse grids (balanced_policy::sparse_tile_warps_per_block).
+///   the grid limit, each its own range: a launch's last block may have warps past it). One tile
+///   per warp without a grid-stride loop measured faster (skewed 0.602 ms instead of 0.623, H100,
+///   compare --repeat 10, 10^8 points), and so did blocks of 2 warps on sparse grids
+///   (balanced_policy::sparse_tile_warps_per_block).
 /// Preconditions: as reduce_balanced_run_kernel, with blockDim.x == Warps x 32.
 /// Result: the requested bands of every cell of every tile it covers that was not queued, once the
 ///   kernel has completed.
@@ -471,7 +472,6 @@ static __global__ void __launch_bounds__(balanced_policy::block_threads, balance
   int const warp = static_cast<int>(threadIdx.x) / warp_size;
   int const lane = static_cast<int>(threadIdx.x) % warp_size;
   std::uint64_t const tiles = (num_cells + tile_cells - 1) / tile_cells;
-
   std::uint64_t const warp_stride = static_cast<std::uint64_t>(gridDim.x) * policy::warps_per_block;
   for (std::uint64_t tile = static_cast<std::uint64_t>(blockIdx.x) * policy::warps_per_block +
                             static_cast<std::uint64_t>(warp);
@@ -676,12 +676,21 @@ inline void launch_balanced(device_csr_view const& csr, metric_request const& re
   int const cells_per_lane = balanced_cells_per_lane(t, sparse);
   // A lane counts its cell's points in 32 bits (fold_lane).
   std::uint64_t const lane_max = std::min(t.lane_max_points, policy::max_lane_points);
+  // Under sparse_tile_mean_points points per cell: blocks of 2 warps, and no queued_warp_max.
+  bool const thin = static_cast<double>(csr.num_points) <
+                    policy::sparse_tile_mean_points * static_cast<double>(csr.num_cells);
+  // When some tile must be queued anyway (a cell above warp_max), queue from queued_warp_max on;
+  // not on thin grids (skewed at 10^9: 5.41 ms with it, 5.37 without; at 10^8 no difference).
+  std::uint64_t const warp_max = known && !thin && csr.max_cell_points > t.warp_max_points &&
+                                     t.queued_warp_max_points != 0
+                                   ? std::min(t.warp_max_points, t.queued_warp_max_points)
+                                   : t.warp_max_points;
   // A run of K cells must fit 32-bit positions for kernel 1 to skip its size checks.
   bool const all_small = known && csr.max_cell_points <= lane_max &&
                          csr.max_cell_points <= 0xffffffffULL / static_cast<std::uint64_t>(cells_per_lane);
   // A tile holds at most 32 x the biggest cell.
-  bool const no_queue = all_small || (known && csr.max_cell_points <= t.warp_max_points / warp_size);
-  std::uint64_t const max_tiles = no_queue ? 0 : balanced_max_queued_tiles(csr.num_points, t.warp_max_points);
+  bool const no_queue = all_small || (known && csr.max_cell_points <= warp_max / warp_size);
+  std::uint64_t const max_tiles = no_queue ? 0 : balanced_max_queued_tiles(csr.num_points, warp_max);
   // A small grid has few queued tiles: chunks of split_chunk_points would leave most of the GPU
   // idle while a few warps walk 64 points per lane. Smaller chunks put more warps on them.
   std::uint64_t const chunk_points = csr.num_points < policy::small_grid_points
@@ -705,15 +714,12 @@ inline void launch_balanced(device_csr_view const& csr, metric_request const& re
   // Without a queue the warp budget is unbounded: kernel 1 never queues (and max_tiles is 0 only
   // when no tile can exceed it).
   balanced_params const params{lane_max,
-                               max_tiles == 0 ? ::cuda::std::numeric_limits<std::uint64_t>::max() : t.warp_max_points};
+                               max_tiles == 0 ? ::cuda::std::numeric_limits<std::uint64_t>::max() : warp_max};
 
   auto const tile_cells = std::uint64_t{warp_size} * static_cast<std::uint64_t>(cells_per_lane);
   auto const tiles = (csr.num_cells + tile_cells - 1) / tile_cells;
   if (cells_per_lane == 1) {
-    int const warps = static_cast<double>(csr.num_points) < policy::sparse_tile_mean_points *
-                                                                static_cast<double>(csr.num_cells)
-                        ? policy::sparse_tile_warps_per_block
-                        : policy::tile_warps_per_block;
+    int const warps = thin ? policy::sparse_tile_warps_per_block : policy::tile_warps_per_block;
     auto* const kernel = all_small ? balanced_tile_kernel<true>(warps) : balanced_tile_kernel<false>(warps);
     // One warp per tile: as many launches as the grid limit (or t.tiles_per_launch) needs.
     std::uint64_t const most = max_grid_blocks * static_cast<std::uint64_t>(warps);

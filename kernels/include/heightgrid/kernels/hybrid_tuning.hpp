@@ -43,6 +43,11 @@ struct hybrid_thresholds {
   /// Requests with sums: a grid whose biggest cell is known and holds at most this many points
   /// runs one thread per cell (the `thread` mode's kernel, sums in CSR order). 0: never.
   std::uint64_t sums_thread_max_cell_points{0};
+  /// Requests without sums: when the grid's biggest cell is known to hold more than
+  /// warp_max_points points (so that tiles are queued and the chunk kernel runs anyway) and the
+  /// grid holds at least 4 points per cell on average, a tile with a cell above lane_max is queued
+  /// from this many points on instead. 0: warp_max_points.
+  std::uint64_t queued_warp_max_points{0};
   /// Requests without sums, one cell per lane: tiles of 32 cells per launch of the tile kernel,
   /// which runs one warp per tile without a loop. 0: as many as one launch holds (2^31 - 1 blocks
   /// of 8 tiles, more than any device's memory can hold); tests set it small to run several.
