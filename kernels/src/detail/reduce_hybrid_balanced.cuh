@@ -23,7 +23,9 @@
 //       still reduced by their lane; then the warp reduces each bigger cell in turn, lane l loading
 //       points l, l + 32, ... (coalesced, 4 loads in flight per lane), and shuffles the result to
 //       the cell's lane;
-//     - otherwise the tile is queued, cut into chunks of split_chunk_points points.
+//     - otherwise the tile is queued, cut into chunks of split_chunk_points points (warp_max is
+//       hybrid_thresholds::warp_max_points, or queued_warp_max_points on grids of at least 4 points
+//       per cell that hold a bigger cell than warp_max_points: launch_balanced).
 //  2. reduce_balanced_chunk_kernel: one warp per queued chunk: the warp reduces the part of each of
 //     the tile's cells that lies in the chunk, as above, and the cell's lane merges it into the
 //     tile's slots in global memory with native 64-bit atomicMin/atomicMax on order-preserving
