@@ -112,8 +112,8 @@ struct balanced_policy {
   static constexpr std::uint64_t small_grid_chunk_points = 256;
   /// cells_per_lane 0 (auto): grids of fewer points per cell than this on average (the real LAS
   /// files at 1 m: millions of nearly empty cells) run one thread per cell when no cell is above
-  /// lane_max, else kernel 1 with sparse_cells_per_lane cells per lane; denser grids 1 cell per
-  /// lane. Measured on an H100 (docs/benchmarks.md, "Fourth round"): 10^8 cells holding 10^5
+  /// sparse_thread_max_cell_points, else kernel 1 with sparse_cells_per_lane cells per lane; denser
+  /// grids 1 cell per lane. Measured on an H100 (docs/benchmarks.md, "Fourth round"): 10^8 cells holding 10^5
   /// points 0.580 ms with 2 cells per lane, 0.585 with 4, 0.845 with 8, 0.599 with 1, thread mode
   /// 0.587; real files of 0.66 and 15.6 million cells: thread mode 7.2 and 78.3 us, 2 cells per lane
   /// 8.2 and 80.5; on skewed (2 points per cell) 2 and 4 cells per lane lost (0.790 and 0.809 ms
@@ -652,7 +652,8 @@ balanced_run_kernel_t balanced_run_kernel(int cells_per_lane) noexcept
 /// csr.max_cell_points (when known) leaves out what cannot happen: no cell above lane_max -> the
 /// lane-per-cell paths alone; no tile above warp_max -> no queue and no kernel 2.
 /// Allocates the queue (stream-ordered, one allocation): 2 counters, a queued_tile (552 bytes) per
-/// possible tile and an owner (8 bytes) per possible chunk.
+/// possible tile (points / (warp_max + 1): about 1.1 bytes per point where queued_warp_max_points
+/// applies, 0.27 otherwise) and an owner (8 bytes) per possible chunk.
 inline void launch_balanced(device_csr_view const& csr, metric_request const& request, output_bands const& out,
                             float nodata, hybrid_thresholds const& t, cudaStream_t stream)
 {
