@@ -87,6 +87,13 @@ class HybridThresholds : public ::testing::TestWithParam<named_thresholds> {
         << GetParam().name << " (min/max/range/count), " << csr.num_cells() << " cells, " << csr.z.size()
         << " points";
     }
+    if (request.min || request.max || request.count || !request.range) {
+      // The range band alone has its own instantiation of kernel 1 (band_set::range).
+      auto const range = metric_request::from({metric::range});
+      auto const got_range = reduce_hybrid(device, range, nodata, thresholds(), nullptr).to_host(nullptr);
+      EXPECT_TRUE(same_results(got_range, reduce_cells_cpu(csr, range, nodata), range, csr.num_cells()))
+        << GetParam().name << " (range), " << csr.num_cells() << " cells, " << csr.z.size() << " points";
+    }
     return got;
   }
 };
@@ -397,6 +404,38 @@ TEST_F(Hybrid, QueuesSmallerTilesWhenACellExceedsWarpMax)
       auto const got = reduce_hybrid(device, request, default_nodata, t, nullptr).to_host(nullptr);
       EXPECT_TRUE(same_results(got, want, request, csr.num_cells()))
         << (with_big ? "with" : "without") << " the 5,000-point cell, queued_warp_max_points " << queued;
+    }
+  }
+}
+
+// Thin grids (under 4 points per cell) whose queued tiles mix one cell of 3,000 points with cells of
+// 1-40 points: kernel 2's lanes fold their own cells of at most lane_max points, clipped to each
+// chunk (chunks of 7, 33, 100 and 256 points cut through them), and the warp the bigger ones.
+TEST_F(Hybrid, ThinGridsFoldTheSmallCellsOfQueuedTilesByLane)
+{
+  std::mt19937_64 rng(4);
+  std::uniform_int_distribution<std::uint64_t> small(1, 40);
+  std::vector<std::uint64_t> counts(40000);
+  for (std::size_t c = 0; c < counts.size(); ++c) {
+    bool const hot_tile = (c / 32) % 50 == 7;
+    counts[c] = hot_tile ? (c % 32 == 5 ? 3000 : small(rng)) : rng() % 3 == 0;
+  }
+  auto const csr = make_csr(counts, 44);
+  ASSERT_LT(csr.z.size(), 4 * csr.num_cells()) << "the grid must be thin for kernel 2's lane path";
+  auto const device = device_csr::from_host(csr, nullptr);
+  for (auto const& request : {metric_request::from({metric::min, metric::max, metric::range, metric::count}),
+                              metric_request::from({metric::range})}) {
+    auto const want = reduce_cells_cpu(csr, request);
+    for (std::uint64_t const chunk : {7ULL, 33ULL, 100ULL, 256ULL}) {
+      for (std::uint64_t const lane_max : {1ULL, 4ULL, 32ULL}) {
+        auto t = default_hybrid_thresholds();
+        t.warp_grid_max_cells = 0;
+        t.split_chunk_points = chunk;
+        t.lane_max_points = lane_max;
+        auto const got = reduce_hybrid(device, request, default_nodata, t, nullptr).to_host(nullptr);
+        EXPECT_TRUE(same_results(got, want, request, csr.num_cells()))
+          << "chunks of " << chunk << ", lane_max " << lane_max << (request.count ? "" : ", range alone");
+      }
     }
   }
 }

@@ -27,9 +27,12 @@
 //       hybrid_thresholds::warp_max_points, or queued_warp_max_points on grids of at least 4 points
 //       per cell that hold a bigger cell than warp_max_points: launch_balanced).
 //  2. reduce_balanced_chunk_kernel: one warp per queued chunk: the warp reduces the part of each of
-//     the tile's cells that lies in the chunk, as above, and the cell's lane merges it into the
-//     tile's slots in global memory with native 64-bit atomicMin/atomicMax on order-preserving
-//     bits; the warp that finishes the tile's last chunk stores its 32 cells.
+//     the tile's cells that lies in the chunk (on thin grids a lane folds its own small cell's part
+//     itself), and the cell's lane merges it into the tile's slots in global memory with native
+//     64-bit atomicMin/atomicMax on order-preserving bits; the warp that finishes the tile's last
+//     chunk stores its 32 cells.
+// Kernel 1 stores the range band alone through its own instantiation (band_set::range: no tests of
+// the other bands' pointers), every other request without sums as band_set::extremes.
 // Every cell is stored exactly once. min/max/range/count equal reduce_cells_cpu's bit for bit: min
 // and max are exact whatever the order in which partial results merge (z holds no NaN, and no
 // -0.0: point_filter turns it into +0.0, so ties are between equal bit patterns).
@@ -62,6 +65,14 @@
 //  (skewed 0.586 vs 0.599, but uniform 0.395 vs 0.321).
 //  Kept: prefetching each tile's points into L1 (prefetch_l1: skewed 0.66 ms vs 0.69, uniform 0.32
 //  vs 0.34, lidar 0.35 vs 0.36).
+//  Seventh round (docs/benchmarks.md; skewed / clustered ms at the time 0.583 / 0.365 on one
+//  machine): kept the range-only store (skewed 0.567 vs 0.575 on another) and kernel 2's 32-bit
+//  positions and lane path (reduce_balanced_chunk_kernel). Dropped: a programmatic dependent launch
+//  of kernel 2 (griddepcontrol.launch_dependents in each of skewed's 781,000 blocks of kernel 1:
+//  0.972 ms instead of 0.567); prefetching into L2 the bounds of the tile one resident wave ahead
+//  (skewed 0.578 vs 0.582, clustered 0.359 vs 0.362, but uniform 0.335 vs 0.321 and lidar 0.380 vs
+//  0.352), with its points too (0.60-0.72 on skewed); prefetching a whole chunk into L2 in kernel 2
+//  (clustered 0.400 vs 0.365: more DRAM traffic, the prefetched lines evicted before use).
 
 #include "detail/cell_store.cuh"
 #include "detail/cuda_check.cuh"
@@ -110,6 +121,9 @@ struct balanced_policy {
   /// does (real LAS files, docs/benchmarks.md).
   static constexpr std::uint64_t small_grid_points = std::uint64_t{1} << 22;
   static constexpr std::uint64_t small_grid_chunk_points = 256;
+  /// Kernel 2 counts within a chunk in 32 bits: chunks are cut at most this long, whatever
+  /// hybrid_thresholds::split_chunk_points says (positions + 3 x 32 still fit).
+  static constexpr std::uint64_t max_chunk_points = std::uint64_t{1} << 31;
   /// cells_per_lane 0 (auto): grids of fewer points per cell than this on average (the real LAS
   /// files at 1 m: millions of nearly empty cells) run one thread per cell when no cell is above
   /// sparse_thread_max_cell_points, else kernel 1 with sparse_cells_per_lane cells per lane; denser
@@ -196,13 +210,14 @@ __device__ inline void fold_lane(double const* __restrict__ p, std::uint32_t n, 
 /// The whole warp folds z[b, e) with coalesced loads: lane l takes b + l, b + l + 32, ...,
 /// loads_in_flight of them per step, the last 1-3 together. Each lane's partial lands in (lo, hi);
 /// they are not combined over the warp.
+/// Index: the positions' type (kernel 2 folds within a chunk in 32 bits).
 /// Example: b = 0, e = 40: lane 3 folds z[3] and z[35]; lane 9 folds z[9] only.
-__device__ inline void fold_strided(double const* __restrict__ z, std::uint64_t b, std::uint64_t e, int lane,
-                                    double& lo, double& hi)
+template <typename Index>
+__device__ inline void fold_strided(double const* __restrict__ z, Index b, Index e, int lane, double& lo, double& hi)
 {
   constexpr int step = balanced_policy::loads_in_flight;
-  constexpr std::uint64_t stride = warp_size;
-  std::uint64_t i = b + static_cast<std::uint64_t>(lane);
+  constexpr Index stride = warp_size;
+  Index i = b + static_cast<Index>(lane);
 #pragma unroll 1
   for (; i + (step - 1) * stride < e; i += step * stride) {
     double v[step];
@@ -235,17 +250,18 @@ __device__ inline void warp_min_max_all(double& lo, double& hi)
 
 /// The warp reduces, one after the other, the cells of the lanes in `cells` (a warp-uniform lane
 /// mask; lane l's cell is z[begin, end) of lane l), each clipped to [b, e), with fold_strided; the
-/// cell's own lane receives its min and max in (lo, hi). Every lane must call it.
+/// cell's own lane receives its min and max in (lo, hi). Every lane must call it. Index: as
+/// fold_strided.
 /// Example: cells = 0b100, lane 2's cell [10, 200), b = 0, e = 100: the warp folds z[10, 100) and
 ///   lane 2 gets that part's min and max.
-__device__ inline void warp_cells(double const* __restrict__ z, unsigned int cells, std::uint64_t begin,
-                                  std::uint64_t end, std::uint64_t b, std::uint64_t e, int lane, double& lo,
-                                  double& hi)
+template <typename Index>
+__device__ inline void warp_cells(double const* __restrict__ z, unsigned int cells, Index begin, Index end, Index b,
+                                  Index e, int lane, double& lo, double& hi)
 {
   for (unsigned int rest = cells; rest != 0; rest &= rest - 1) {
     int const owner = __ffs(static_cast<int>(rest)) - 1;
-    std::uint64_t const cb = __shfl_sync(full_warp_mask, begin, owner);
-    std::uint64_t const ce = __shfl_sync(full_warp_mask, end, owner);
+    Index const cb = __shfl_sync(full_warp_mask, begin, owner);
+    Index const ce = __shfl_sync(full_warp_mask, end, owner);
     double wlo = ::cuda::std::numeric_limits<double>::infinity();
     double whi = -::cuda::std::numeric_limits<double>::infinity();
     fold_strided(z, cb > b ? cb : b, ce < e ? ce : e, lane, wlo, whi);
@@ -284,12 +300,13 @@ __device__ inline void prefetch_l1(double const* b, double const* e, int lane)
 /// (coalesced over the tile) unless the tile was queued. Every lane must call it with the same first.
 ///   AllSmall: the caller knows that no cell has more than lane_max points, so the tile takes the
 ///   lane-per-cell path and the other paths are not compiled in.
+///   Bands: the bands it stores (band_set::extremes, or range alone).
 /// Partial tiles: lanes past num_cells have begin = end = offsets[num_cells], so n = 0; they take
 ///   part in every shuffle and ballot, and store nothing.
 /// Example (lane_max 2, warp_max 8): offsets=[0,1,6,6,8] z=[4, 8,6,7,5,3, 2,9]: one tile of 8
 ///   points; cell 1 has 5 > 2 points: lanes 0 and 3 fold their cells, then the warp folds z[1, 6)
 ///   (lanes 0-4 one point each) and lane 1 gets (3, 8): min=[4,3,nodata,2], range=[0,5,nodata,7].
-template <bool AllSmall>
+template <bool AllSmall, band_set Bands>
 __device__ __forceinline__ void reduce_tile32(point_offset const* __restrict__ offsets, double const* __restrict__ z,
                                               std::uint64_t num_cells, std::uint64_t first,
                                               balanced_params const& params, tile_queue const& queue,
@@ -350,10 +367,10 @@ __device__ __forceinline__ void reduce_tile32(point_offset const* __restrict__ o
       return;  // warp-uniform: kernel 2 stores this tile
     }
     if (own) { fold_lane(z + begin, static_cast<std::uint32_t>(n), lo, hi); }
-    warp_cells(z, __ballot_sync(full_warp_mask, !own), begin, end, 0,
+    warp_cells(z, __ballot_sync(full_warp_mask, !own), begin, end, std::uint64_t{0},
                ::cuda::std::numeric_limits<std::uint64_t>::max(), lane, lo, hi);
   }
-  if (cell < num_cells) { store_cell(out, cell, cell_moments{n, lo, hi, 0.0, 0.0}, nodata); }
+  if (cell < num_cells) { store_bands<Bands>(out, cell, cell_moments{n, lo, hi, 0.0, 0.0}, nodata); }
 }
 
 /// A warp's results of a run tile (kernel 1 with K > 1 cells per lane), staged in shared memory so
@@ -434,7 +451,7 @@ __device__ __forceinline__ void fold_run(double const* __restrict__ p, std::uint
 ///   kernel has completed.
 /// Example: 100 cells, Warps 2, first_tile 0, end_tile 4: blocks 0 and 1; warps 0-3 take tiles
 ///   0-3 (cells 0-31, ..., 96-99 with lanes 4-31 past the grid).
-template <bool AllSmall, int Warps>
+template <bool AllSmall, int Warps, band_set Bands>
 static __global__ void __launch_bounds__(Warps * warp_size, balanced_policy::resident_warps_per_sm / Warps)
   reduce_balanced_tile_kernel(point_offset const* __restrict__ offsets, double const* __restrict__ z,
                               std::uint64_t num_cells, balanced_params params, tile_queue queue, output_bands out,
@@ -444,7 +461,7 @@ static __global__ void __launch_bounds__(Warps * warp_size, balanced_policy::res
   int const lane = static_cast<int>(threadIdx.x % warp_size);
   std::uint64_t const tile = first_tile + static_cast<std::uint64_t>(blockIdx.x) * Warps + warp;
   if (tile < end_tile) {
-    reduce_tile32<AllSmall>(offsets, z, num_cells, tile * warp_size, params, queue, out, nodata, lane);
+    reduce_tile32<AllSmall, Bands>(offsets, z, num_cells, tile * warp_size, params, queue, out, nodata, lane);
   }
 }
 
@@ -502,14 +519,15 @@ static __global__ void __launch_bounds__(balanced_policy::block_threads, balance
         int const slot = j * warp_size + lane;
         std::uint64_t const c = first + static_cast<std::uint64_t>(slot);
         if (c < num_cells) {
-          store_cell(out, c, cell_moments{mine.n[slot], mine.lo[slot], mine.hi[slot], 0.0, 0.0}, nodata);
+          store_bands<band_set::extremes>(out, c, cell_moments{mine.n[slot], mine.lo[slot], mine.hi[slot], 0.0, 0.0},
+                                          nodata);
         }
       }
       __syncwarp();  // the stage is free for the next tile
     } else {
 #pragma unroll 1
       for (int s = 0; s < K; ++s) {
-        reduce_tile32<false>(offsets, z, num_cells, first + static_cast<std::uint64_t>(s) * warp_size, params,
+        reduce_tile32<false, band_set::extremes>(offsets, z, num_cells, first + static_cast<std::uint64_t>(s) * warp_size, params,
                              queue, out, nodata, lane);
       }
     }
@@ -518,51 +536,67 @@ static __global__ void __launch_bounds__(balanced_policy::block_threads, balance
 
 /// Kernel 2.
 /// Mapping: one warp per queued chunk, grid-stride over queue.counters[1] chunks. The warp loads
-///   its tile's cell bounds, reduces the part of every cell that overlaps the chunk (warp_cells),
-///   each cell's lane merges that part into the tile's global slots (atomicMin/atomicMax), fences,
-///   and the warp counts the chunk done; the warp that counts the tile's last chunk fences and
-///   stores the tile's 32 cells.
+///   its tile's cell bounds and clips them to the chunk, as 32-bit positions from the chunk's first
+///   point; a lane whose cell has at most lane_max points folds the cell's part in the chunk itself
+///   (fold_lane), and the warp reduces the part of every bigger cell in turn (warp_cells); each
+///   cell's lane merges its part into the tile's global slots (atomicMin/atomicMax), fences, and the
+///   warp counts the chunk done; the warp that counts the tile's last chunk fences and stores the
+///   tile's 32 cells. lane_max 0: the warp reduces every cell.
+///   Measured on an H100 (compare --repeat 20, 10^8 points, hybrid ms, one machine): with 64-bit
+///   positions and every cell by the warp (the sixth round's kernel) skewed 0.5833 / clustered
+///   0.3647; 32-bit positions 0.5810 / 0.3616; and small cells by their lane 0.5738 / 0.3644, hence
+///   lane_max only on thin grids (launch_balanced). 32 or 40 registers instead of 48 (full or 75 %
+///   occupancy) were slower on clustered: 0.3825 / 0.3727 ms.
 /// Preconditions: kernel 1 has completed with this queue (stream order); blockDim.x ==
-///   balanced_policy::block_threads.
+///   balanced_policy::block_threads; queue.chunk_points <= balanced_policy::max_chunk_points.
 /// Result: the requested bands of every cell of every queued tile, once the kernel has completed.
 /// Example: a queued tile of 10 points with chunk_points 4 has chunks [0,4) [4,8) [8,10); three
 ///   warps fold them in any order; the third to finish stores the tile's cells.
 static __global__ void __launch_bounds__(balanced_policy::block_threads)
   reduce_balanced_chunk_kernel(point_offset const* __restrict__ offsets, double const* __restrict__ z,
-                               std::uint64_t num_cells, tile_queue queue, output_bands out, float nodata)
+                               std::uint64_t num_cells, tile_queue queue, output_bands out, float nodata,
+                               std::uint32_t lane_max)
 {
   using policy = balanced_policy;
-  int const warp = static_cast<int>(threadIdx.x) / warp_size;
-  int const lane = static_cast<int>(threadIdx.x) % warp_size;
+  unsigned int const warp = threadIdx.x / warp_size;
+  int const lane = static_cast<int>(threadIdx.x % warp_size);
   std::uint64_t const chunks = queue.counters[1];
   std::uint64_t const warp_stride = static_cast<std::uint64_t>(gridDim.x) * policy::warps_per_block;
   std::uint64_t const size = queue.chunk_points;
 
-  for (std::uint64_t c = static_cast<std::uint64_t>(blockIdx.x) * policy::warps_per_block +
-                         static_cast<std::uint64_t>(warp);
-       c < chunks; c += warp_stride) {
+  for (std::uint64_t c = static_cast<std::uint64_t>(blockIdx.x) * policy::warps_per_block + warp; c < chunks;
+       c += warp_stride) {
     std::uint64_t const slot = queue.chunk_owner[c];
     queued_tile& q = queue.tiles[slot];
     std::uint64_t const first = q.first_cell;
     std::uint64_t const tile_begin = q.begin;
     std::uint64_t const tile_n = q.n;
     std::uint64_t const first_chunk = q.first_chunk;
-    std::uint64_t const tile_chunks = (tile_n + size - 1) / size;
-    std::uint64_t const b = tile_begin + (c - first_chunk) * size;
-    std::uint64_t const e = b + size < tile_begin + tile_n ? b + size : tile_begin + tile_n;
+    std::uint64_t const b = tile_begin + (c - first_chunk) * size;  // the chunk is z[b, b + n)
+    std::uint64_t const left = tile_begin + tile_n - b;
+    auto const n = static_cast<std::uint32_t>(left < size ? left : size);
+    double const* const zc = z + b;
     // The chunk's first 512 points (32 lines) into L1 while its cells' bounds load (measured on an
     // H100, compare --repeat 10, 10^8 points, two runs: clustered 0.381 ms instead of 0.386;
     // skewed and lidar unchanged; the first 1,024 points: 0.383, 2,048: 0.417).
-    prefetch_l1(z + b, z + e, lane);
+    prefetch_l1(zc, zc + n, lane);
 
     std::uint64_t const cell = first + static_cast<std::uint64_t>(lane);
     std::uint64_t const end = offsets[cell < num_cells ? cell + 1 : num_cells];
     std::uint64_t const left_end = __shfl_up_sync(full_warp_mask, end, 1);
     std::uint64_t const begin = lane == 0 ? tile_begin : left_end;
-    bool const touches = begin < e && end > b;  // this chunk holds points of the lane's cell
+    // The lane's cell within the chunk: [rb, re) from zc.
+    auto const clip = [b, n](std::uint64_t p) -> std::uint32_t {
+      return p <= b ? 0U : (p - b >= n ? n : static_cast<std::uint32_t>(p - b));
+    };
+    std::uint32_t const rb = clip(begin);
+    std::uint32_t const re = clip(end);
+    bool const touches = rb < re;  // this chunk holds points of the lane's cell
+    bool const mine = touches && end - begin <= lane_max;
     double lo = ::cuda::std::numeric_limits<double>::infinity();
     double hi = -::cuda::std::numeric_limits<double>::infinity();
-    warp_cells(z, __ballot_sync(full_warp_mask, touches), begin, end, b, e, lane, lo, hi);
+    if (mine) { fold_lane(zc + rb, re - rb, lo, hi); }
+    warp_cells(zc, __ballot_sync(full_warp_mask, touches && !mine), rb, re, 0U, n, lane, lo, hi);
     if (touches) {
       atomicMin(&q.lo[lane], ordered_bits(lo));
       atomicMax(&q.hi[lane], ordered_bits(hi));
@@ -572,14 +606,16 @@ static __global__ void __launch_bounds__(balanced_policy::block_threads)
     unsigned long long arrived = 0;
     if (lane == 0) { arrived = atomicAdd(&q.done, 1ULL); }
     arrived = __shfl_sync(full_warp_mask, arrived, 0);
-    if (arrived + 1 != tile_chunks) { continue; }  // warp-uniform: not the tile's last chunk
+    if (arrived + 1 != (tile_n + size - 1) / size) { continue; }  // warp-uniform: not the tile's last chunk
 
     // The last chunk: every other chunk's merges are fenced before its count.
     __threadfence();
     __syncwarp();
     double const tile_lo = from_ordered_bits(__ldcg(&q.lo[lane]));
     double const tile_hi = from_ordered_bits(__ldcg(&q.hi[lane]));
-    if (cell < num_cells) { store_cell(out, cell, cell_moments{end - begin, tile_lo, tile_hi, 0.0, 0.0}, nodata); }
+    if (cell < num_cells) {
+      store_bands<band_set::extremes>(out, cell, cell_moments{end - begin, tile_lo, tile_hi, 0.0, 0.0}, nodata);
+    }
   }
 }
 
@@ -626,13 +662,19 @@ using balanced_tile_kernel_t = void (*)(point_offset const*, double const*, std:
 using balanced_run_kernel_t = void (*)(point_offset const*, double const*, std::uint64_t, balanced_params, tile_queue,
                                        output_bands, float);
 
-/// Kernel 1 with one cell per lane in blocks of `warps` warps (2 or 8).
+/// Kernel 1 with one cell per lane in blocks of `warps` warps (2 or 8), storing `bands` (range
+/// alone, or else extremes).
 template <bool AllSmall>
-balanced_tile_kernel_t balanced_tile_kernel(int warps) noexcept
+balanced_tile_kernel_t balanced_tile_kernel(int warps, band_set bands) noexcept
 {
-  return warps == balanced_policy::sparse_tile_warps_per_block
-           ? reduce_balanced_tile_kernel<AllSmall, balanced_policy::sparse_tile_warps_per_block>
-           : reduce_balanced_tile_kernel<AllSmall, balanced_policy::tile_warps_per_block>;
+  constexpr int sparse = balanced_policy::sparse_tile_warps_per_block;
+  constexpr int dense = balanced_policy::tile_warps_per_block;
+  if (bands == band_set::range) {
+    return warps == sparse ? reduce_balanced_tile_kernel<AllSmall, sparse, band_set::range>
+                           : reduce_balanced_tile_kernel<AllSmall, dense, band_set::range>;
+  }
+  return warps == sparse ? reduce_balanced_tile_kernel<AllSmall, sparse, band_set::extremes>
+                         : reduce_balanced_tile_kernel<AllSmall, dense, band_set::extremes>;
 }
 
 /// Kernel 1 with 2, 4 or 8 cells per lane.
@@ -696,9 +738,11 @@ inline void launch_balanced(device_csr_view const& csr, metric_request const& re
   std::uint64_t const max_tiles = no_queue ? 0 : balanced_max_queued_tiles(csr.num_points, warp_max);
   // A small grid has few queued tiles: chunks of split_chunk_points would leave most of the GPU
   // idle while a few warps walk 64 points per lane. Smaller chunks put more warps on them.
-  std::uint64_t const chunk_points = csr.num_points < policy::small_grid_points
-                                       ? std::min<std::uint64_t>(t.split_chunk_points, policy::small_grid_chunk_points)
-                                       : t.split_chunk_points;
+  std::uint64_t const chunk_points = std::min(csr.num_points < policy::small_grid_points
+                                                ? std::min<std::uint64_t>(t.split_chunk_points,
+                                                                          policy::small_grid_chunk_points)
+                                                : t.split_chunk_points,
+                                              policy::max_chunk_points);
   std::uint64_t const max_chunks = max_tiles == 0 ? 0 : csr.num_points / chunk_points + max_tiles;
 
   // One allocation: counters, then the tiles, then the chunk owners (all 8-byte aligned).
@@ -723,7 +767,9 @@ inline void launch_balanced(device_csr_view const& csr, metric_request const& re
   auto const tiles = (csr.num_cells + tile_cells - 1) / tile_cells;
   if (cells_per_lane == 1) {
     int const warps = thin ? policy::sparse_tile_warps_per_block : policy::tile_warps_per_block;
-    auto* const kernel = all_small ? balanced_tile_kernel<true>(warps) : balanced_tile_kernel<false>(warps);
+    band_set const bands = bands_of(request);
+    auto* const kernel =
+      all_small ? balanced_tile_kernel<true>(warps, bands) : balanced_tile_kernel<false>(warps, bands);
     // One warp per tile: as many launches as the grid limit (or t.tiles_per_launch) needs.
     std::uint64_t const most = max_grid_blocks * static_cast<std::uint64_t>(warps);
     std::uint64_t const per_launch = t.tiles_per_launch == 0 ? most : std::min(t.tiles_per_launch, most);
@@ -748,8 +794,10 @@ inline void launch_balanced(device_csr_view const& csr, metric_request const& re
   // as blocks finish (a resident grid-stride loop left its last round of chunks unbalanced).
   auto const chunk_blocks = std::min<unsigned int>(grid_blocks(max_chunks, policy::warps_per_block),
                                                    policy::chunk_grid_waves * resident_chunk_blocks());
+  // On thin grids kernel 2's lanes fold their own small cells (see reduce_balanced_chunk_kernel).
+  auto const chunk_lane_max = thin ? static_cast<std::uint32_t>(lane_max) : 0U;
   reduce_balanced_chunk_kernel<<<chunk_blocks, policy::block_threads, 0, stream>>>(csr.offsets, csr.z, csr.num_cells,
-                                                                                   queue, out, nodata);
+                                                                                   queue, out, nodata, chunk_lane_max);
   CUDA_CHECK_LAUNCH();
 }
 
