@@ -72,7 +72,9 @@
 //  0.972 ms instead of 0.567); prefetching into L2 the bounds of the tile one resident wave ahead
 //  (skewed 0.578 vs 0.582, clustered 0.359 vs 0.362, but uniform 0.335 vs 0.321 and lidar 0.380 vs
 //  0.352), with its points too (0.60-0.72 on skewed); prefetching a whole chunk into L2 in kernel 2
-//  (clustered 0.400 vs 0.365: more DRAM traffic, the prefetched lines evicted before use).
+//  (clustered 0.400 vs 0.365: more DRAM traffic, the prefetched lines evicted before use), or a
+//  rolling window ahead of its fold into L1 or L2 (clustered +0.2 to +8.7 %); kernel 2 at 32 or 40
+//  registers (clustered 0.383 / 0.373 vs 0.362).
 
 #include "detail/cell_store.cuh"
 #include "detail/cuda_check.cuh"
