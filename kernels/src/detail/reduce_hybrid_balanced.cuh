@@ -529,8 +529,9 @@ static __global__ void __launch_bounds__(balanced_policy::block_threads, balance
     } else {
 #pragma unroll 1
       for (int s = 0; s < K; ++s) {
-        reduce_tile32<false, band_set::extremes>(offsets, z, num_cells, first + static_cast<std::uint64_t>(s) * warp_size, params,
-                             queue, out, nodata, lane);
+        reduce_tile32<false, band_set::extremes>(offsets, z, num_cells,
+                                                 first + static_cast<std::uint64_t>(s) * warp_size, params, queue,
+                                                 out, nodata, lane);
       }
     }
   }
