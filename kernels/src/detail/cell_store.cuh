@@ -53,42 +53,37 @@ __device__ inline void store_cell(output_bands const& out, std::uint64_t c, cell
   }
 }
 
-/// The bands a kernel instantiation is compiled to store, so that a request that is known on the
-/// host does not test every band's pointer for every cell on the device:
-///  - any: every band whose pointer is set (store_cell), sums included;
-///  - extremes: min, max, range and count, each when its pointer is set (requests without sums);
+/// The bands a kernel instantiation for requests without sums is compiled to store, so that a
+/// request known on the host does not test every band's pointer for every cell on the device:
+///  - extremes: min, max, range and count, each when its pointer is set;
 ///  - range: the range band alone (out.range set; grid's and compare's default request).
 /// The range store of hybrid's one-cell-per-lane tile is about 12 instructions instead of about 40 for the
 /// six tests of store_cell (SASS of reduce_balanced_tile_kernel, sm_90). Only that kernel uses it:
 /// the thread-per-cell kernel built with it unrolled its cell loop differently and was slower on
 /// skewed (1.89 ms instead of 1.58 at 10^8 points, H100), so thread and warp keep store_cell.
-enum class band_set { any, extremes, range };
+enum class band_set { extremes, range };
 
-/// The narrowest band_set that stores every band of `request`.
-/// Examples: {range} -> range; {range, count} -> extremes; {min, mean} -> any.
-inline band_set bands_of(metric_request const& request) noexcept
+/// The narrowest band_set that stores every band of `request`, which must not need sums.
+/// Examples: {range} -> range; {range, count} -> extremes.
+inline band_set band_set_of(metric_request const& request) noexcept
 {
-  if (request.needs_sums()) { return band_set::any; }
-  if (request.range && !request.min && !request.max && !request.count) { return band_set::range; }
-  return band_set::extremes;
+  return request.range && !request.min && !request.max && !request.count ? band_set::range : band_set::extremes;
 }
 
-/// store_cell for the bands of `Bands` (see band_set); the same values bit for bit.
-/// Preconditions: Bands == range -> out.range is set; Bands != any -> m.sum and m.m2 are unused.
+/// store_cell's stores of the bands of `Bands` (see band_set), bit for bit; m.sum and m.m2 unused.
+/// Precondition: Bands == range -> out.range is set.
 template <band_set Bands>
 __device__ __forceinline__ void store_bands(output_bands const& out, std::uint64_t c, cell_moments const& m,
                                             float nodata) noexcept
 {
   if constexpr (Bands == band_set::range) {
     out.range[c] = m.n == 0 ? nodata : static_cast<float>(m.hi - m.lo);
-  } else if constexpr (Bands == band_set::extremes) {
+  } else {
     bool const empty = m.n == 0;
     if (out.count != nullptr) { out.count[c] = static_cast<std::uint32_t>(m.n); }
     if (out.min != nullptr) { out.min[c] = empty ? nodata : static_cast<float>(m.lo); }
     if (out.max != nullptr) { out.max[c] = empty ? nodata : static_cast<float>(m.hi); }
     if (out.range != nullptr) { out.range[c] = empty ? nodata : static_cast<float>(m.hi - m.lo); }
-  } else {
-    store_cell(out, c, m, nodata);
   }
 }
 

@@ -770,7 +770,7 @@ inline void launch_balanced(device_csr_view const& csr, metric_request const& re
   auto const tiles = (csr.num_cells + tile_cells - 1) / tile_cells;
   if (cells_per_lane == 1) {
     int const warps = thin ? policy::sparse_tile_warps_per_block : policy::tile_warps_per_block;
-    band_set const bands = bands_of(request);
+    band_set const bands = band_set_of(request);
     auto* const kernel =
       all_small ? balanced_tile_kernel<true>(warps, bands) : balanced_tile_kernel<false>(warps, bands);
     // One warp per tile: as many launches as the grid limit (or t.tiles_per_launch) needs.
