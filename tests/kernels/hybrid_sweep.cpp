@@ -11,7 +11,8 @@
 // at the default lane_max and warp_max only). --cells lists cells_per_lane values (1, 2, 4, 8) swept
 // at the default lane_max, warp_max and chunk size (default: 1,2,4,8). A warp_max other than the
 // default applies as given (queued_warp_max_points 0); rows at the default warp_max keep the
-// default queued_warp_max_points.
+// default queued_warp_max_points. Chunk sizes above 256 act as 256 on kinds of under 4 points per cell
+// whose biggest cell holds at most 65,536 points (skewed at 10^8: balanced_policy::thin_chunk_points).
 //
 // Each time is the median of R reduce() calls after one warm-up (CUDA events around the mode's work,
 // as device_cell_results::kernel_ms() reports it), for the bands range + count. Effective bandwidth

@@ -440,6 +440,34 @@ TEST_F(Hybrid, ThinGridsFoldTheSmallCellsOfQueuedTilesByLane)
   }
 }
 
+// Thin grids above the small-grid rule (over 2^22 points, under 4 per cell) with the defaults: queued
+// tiles (big cells alone, next to each other and last) cut into chunks of
+// balanced_policy::thin_chunk_points when the biggest cell holds at most thin_chunk_max_cell_points
+// (60,000), of split_chunk_points when it holds more (300,000); both equal the CPU's bands.
+TEST_F(Hybrid, ThinGridsAboveTheSmallGridRuleWithTheDefaults)
+{
+  for (std::uint64_t const biggest : {60000ULL, 300000ULL}) {
+    std::mt19937_64 rng(256);
+    std::poisson_distribution<std::uint64_t> tiny(2.0);
+    std::vector<std::uint64_t> counts(2100000);
+    for (auto& c : counts) { c = std::min<std::uint64_t>(tiny(rng), 9); }
+    counts[12345] = biggest;
+    counts[1050000] = 50000;
+    counts[1050001] = 5000;
+    counts[1050033] = 40000;
+    counts.back() = 30000;
+    auto const csr = make_csr(counts, 45);
+    ASSERT_GT(csr.z.size(), std::uint64_t{1} << 22) << "the grid must be above the small-grid rule";
+    ASSERT_LT(csr.z.size(), 4 * csr.num_cells()) << "the grid must be thin";
+    for (auto const& request : {metric_request::from({metric::min, metric::max, metric::range, metric::count}),
+                                metric_request::from({metric::range})}) {
+      auto const got = reduce_csr_gpu(csr, request, default_nodata, reduce_mode::hybrid, nullptr);
+      EXPECT_TRUE(same_results(got, reduce_cells_cpu(csr, request), request, csr.num_cells()))
+        << "biggest cell " << biggest << ", " << (request.count ? "min/max/range/count" : "range alone");
+    }
+  }
+}
+
 TEST_F(Hybrid, InvalidThresholdsAreUsageErrors)
 {
   auto const device = device_csr::from_host(make_csr({3, 0, 5}, 14), nullptr);

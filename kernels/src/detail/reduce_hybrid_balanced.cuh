@@ -23,7 +23,9 @@
 //       still reduced by their lane; then the warp reduces each bigger cell in turn, lane l loading
 //       points l, l + 32, ... (coalesced, 4 loads in flight per lane), and shuffles the result to
 //       the cell's lane;
-//     - otherwise the tile is queued, cut into chunks of split_chunk_points points (warp_max is
+//     - otherwise the tile is queued, cut into chunks of split_chunk_points points (at most 256 on
+//       grids under 2^22 points, or under 4 points per cell without a cell above 65,536 points:
+//       balanced_policy::small_grid_chunk_points, thin_chunk_points; warp_max is
 //       hybrid_thresholds::warp_max_points, or queued_warp_max_points on grids of at least 4 points
 //       per cell that hold a bigger cell than warp_max_points: launch_balanced).
 //  2. reduce_balanced_chunk_kernel: one warp per queued chunk: the warp reduces the part of each of
@@ -123,6 +125,19 @@ struct balanced_policy {
   /// does (real LAS files, docs/benchmarks.md).
   static constexpr std::uint64_t small_grid_points = std::uint64_t{1} << 22;
   static constexpr std::uint64_t small_grid_chunk_points = 256;
+  /// Grids of fewer than sparse_tile_mean_points points per cell (thin: launch_balanced) whose
+  /// biggest cell holds at most thin_chunk_max_cell_points points cut queued tiles into chunks of
+  /// at most thin_chunk_points. Measured on an H100 (compare --repeat 20, 10^8 points, hybrid ms,
+  /// two runs each on one machine): skewed (biggest cell 26,367) 0.5525 / 0.5526 with 256 points,
+  /// 0.5525 / 0.5524 with 128, 0.5533 / 0.5529 with 384, 0.5585 / 0.5585 with 2,048: shorter
+  /// chunks put more warps on its few queued tiles, which kernel 2 walks after kernel 1 (without
+  /// kernel 2, i.e. with wrong results, skewed took 0.5439). But hybrid_sweep's hot kind (2 points
+  /// per cell and 20 cells of 10^5-10^6 points) took 0.605 ms with 256-point chunks instead of
+  /// 0.586: thousands of chunks merging into the same cells. The bound on the biggest cell lies
+  /// between the two kinds, not swept; skewed at 10^9 (biggest cell 105,667) measured the same
+  /// either way (5.291 vs 5.286 ms).
+  static constexpr std::uint64_t thin_chunk_points = 256;
+  static constexpr std::uint64_t thin_chunk_max_cell_points = 65536;
   /// Kernel 2 counts within a chunk in 32 bits: chunks are cut at most this long, whatever
   /// hybrid_thresholds::split_chunk_points says (positions + 3 x 32 still fit).
   static constexpr std::uint64_t max_chunk_points = std::uint64_t{1} << 31;
@@ -740,12 +755,13 @@ inline void launch_balanced(device_csr_view const& csr, metric_request const& re
   bool const no_queue = all_small || (known && csr.max_cell_points <= warp_max / warp_size);
   std::uint64_t const max_tiles = no_queue ? 0 : balanced_max_queued_tiles(csr.num_points, warp_max);
   // A small grid has few queued tiles: chunks of split_chunk_points would leave most of the GPU
-  // idle while a few warps walk 64 points per lane. Smaller chunks put more warps on them.
-  std::uint64_t const chunk_points = std::min(csr.num_points < policy::small_grid_points
-                                                ? std::min<std::uint64_t>(t.split_chunk_points,
-                                                                          policy::small_grid_chunk_points)
-                                                : t.split_chunk_points,
-                                              policy::max_chunk_points);
+  // idle while a few warps walk 64 points per lane. Smaller chunks put more warps on them; so they
+  // do on thin grids without a huge cell (balanced_policy::thin_chunk_points).
+  bool const thin_chunks = thin && known && csr.max_cell_points <= policy::thin_chunk_max_cell_points;
+  std::uint64_t const small_chunk = csr.num_points < policy::small_grid_points ? policy::small_grid_chunk_points
+                                    : thin_chunks                              ? policy::thin_chunk_points
+                                                                               : t.split_chunk_points;
+  std::uint64_t const chunk_points = std::min({t.split_chunk_points, small_chunk, policy::max_chunk_points});
   std::uint64_t const max_chunks = max_tiles == 0 ? 0 : csr.num_points / chunk_points + max_tiles;
 
   // One allocation: counters, then the tiles, then the chunk owners (all 8-byte aligned).

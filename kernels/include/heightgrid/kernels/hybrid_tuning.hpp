@@ -25,7 +25,8 @@ struct hybrid_thresholds {
   /// reduces more than this many points cooperatively per tile.
   std::uint64_t warp_max_points{0};
   /// A queued tile (no sums) or a split cell (sums) is cut into chunks of this many points, one warp
-  /// each, merged afterwards. >= 1.
+  /// each, merged afterwards. >= 1. Without sums, grids of under 2^22 points, or of under 4 points
+  /// per cell whose biggest cell is known to hold at most 65,536 points, cut them at 256 at most.
   std::uint64_t split_chunk_points{0};
   /// Requests with sums only: a tile whose points number at most 32 x this (and that has no split
   /// cell) is first copied into shared memory with coalesced loads, then reduced from there. 0 turns
