@@ -78,7 +78,7 @@ if [[ $part == sanitize2 ]]; then
     --gtest_filter='*hybrid*:*Hybrid*:*atomic*:*Atomic*:*Ladder*:*StreamGate*:-*OutOfMemory*' > "$out/memcheck2.log" 2>&1
   echo "rc=$?"; grep -E 'ERROR SUMMARY|PASSED|FAILED' "$out/memcheck2.log" | tail -3
   step "racecheck: hybrid, ladder kernels 5-7"
-  timeout 150 compute-sanitizer --tool racecheck --report-api-errors no kernels_tests \
+  timeout 300 compute-sanitizer --tool racecheck --report-api-errors no kernels_tests \
     --gtest_filter='*Hybrid*:AllModes/ReduceMode.*/hybrid:*Ladder.Matches*/k5_*:*Ladder.Matches*/k6_*:*Ladder.Matches*/k7_*' \
     > "$out/racecheck2.log" 2>&1
   echo "rc=$?"; grep -E 'RACECHECK SUMMARY|PASSED|FAILED' "$out/racecheck2.log" | tail -3
