@@ -15,51 +15,44 @@ filter_options filter_options::keep_all()
   return o;
 }
 
+filter_rules::filter_rules(filter_options const& options)
+  : drop_withheld_(options.drop_withheld),
+    check_returns_(options.returns != return_filter::all),
+    returns_(options.returns),
+    check_z_(options.z_min > -HUGE_VAL || options.z_max < HUGE_VAL),
+    z_min_(options.z_min),
+    z_max_(options.z_max)
+{
+  // Class decisions as a 256-entry table: one load per point instead of two list searches.
+  class_ok_.fill(options.classes.empty());
+  for (auto c : options.classes) { class_ok_[c] = true; }
+  for (auto c : options.drop_classes) { class_ok_[c] = false; }
+}
+
 void apply_filter(filter_options const& options, point_chunk& chunk, filter_stats& stats)
+{
+  apply_filter(filter_rules(options), chunk, stats);
+}
+
+void apply_filter(filter_rules const& rules, point_chunk& chunk, filter_stats& stats)
 {
   std::size_t const n = chunk.size();
   stats.points_in += n;
 
-  // Class decisions as a 256-entry table: one load per point instead of two list searches.
-  std::array<bool, 256> class_ok{};
-  class_ok.fill(options.classes.empty());
-  for (auto c : options.classes) { class_ok[c] = true; }
-  for (auto c : options.drop_classes) { class_ok[c] = false; }
-
   bool const has_class = !chunk.classification.empty();
   bool const has_flags = !chunk.flags.empty();
   bool const has_returns = !chunk.return_number.empty() && !chunk.number_of_returns.empty();
-  bool const check_returns = has_returns && options.returns != return_filter::all;
-  bool const check_z = options.z_min > -HUGE_VAL || options.z_max < HUGE_VAL;
 
   std::size_t out = 0;
   for (std::size_t i = 0; i < n; ++i) {
     double const x = chunk.x[i];
     double const y = chunk.y[i];
     double const z = chunk.z[i];
-    if (!(std::isfinite(x) && std::isfinite(y) && std::isfinite(z))) {
-      ++stats.non_finite;
-      continue;
-    }
-    if (has_class && !class_ok[chunk.classification[i]]) {
-      ++stats.by_class;
-      continue;
-    }
-    if (options.drop_withheld && has_flags && (chunk.flags[i] & point_flag::withheld) != 0) {
-      ++stats.withheld;
-      continue;
-    }
-    if (check_returns) {
-      bool const keep = options.returns == return_filter::first
-                          ? chunk.return_number[i] <= 1
-                          : chunk.return_number[i] >= chunk.number_of_returns[i];
-      if (!keep) {
-        ++stats.by_return;
-        continue;
-      }
-    }
-    if (check_z && !(z >= options.z_min && z <= options.z_max)) {
-      ++stats.by_z;
+    auto const verdict =
+      rules.judge(x, y, z, has_class, has_class ? chunk.classification[i] : 0, has_flags, has_flags ? chunk.flags[i] : 0,
+                  has_returns, has_returns ? chunk.return_number[i] : 0, has_returns ? chunk.number_of_returns[i] : 0);
+    if (verdict != filter_verdict::keep) {
+      filter_rules::count(verdict, stats);
       continue;
     }
     // z + 0.0 turns -0.0 into +0.0 (and changes nothing else), so that a cell whose lowest point

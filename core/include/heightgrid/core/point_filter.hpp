@@ -3,6 +3,8 @@
 
 #include "heightgrid/core/point_chunk.hpp"
 
+#include <array>
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <vector>
@@ -49,9 +51,65 @@ struct filter_stats {
   }
 };
 
+/// Why one point is removed, or `keep`: the first rule of filter_options that rejects it, in the
+/// order filter_stats counts them.
+enum class filter_verdict : std::uint8_t { keep, non_finite, by_class, withheld, by_return, by_z };
+
+/// filter_options compiled for use point by point, so that readers which filter while decoding
+/// (LAS, LAZ) and apply_filter judge every point by the same code.
+class filter_rules {
+ public:
+  explicit filter_rules(filter_options const& options);
+
+  /// Whether any rule looks at z (readers of integer coordinates skip computing z otherwise).
+  [[nodiscard]] bool checks_z() const noexcept { return check_z_; }
+
+  /// The verdict on a point whose attributes are known. `has_*` say whether the source has that
+  /// attribute: rules on attributes it lacks do not apply. x, y, z must be the coordinates as
+  /// gridded; a source of integer coordinates passes finite values.
+  [[nodiscard]] filter_verdict judge(double x, double y, double z, bool has_class, std::uint8_t classification,
+                                     bool has_flags, std::uint8_t flags, bool has_returns,
+                                     std::uint8_t return_number, std::uint8_t number_of_returns) const noexcept
+  {
+    if (!(std::isfinite(x) && std::isfinite(y) && std::isfinite(z))) { return filter_verdict::non_finite; }
+    if (has_class && !class_ok_[classification]) { return filter_verdict::by_class; }
+    if (drop_withheld_ && has_flags && (flags & point_flag::withheld) != 0) { return filter_verdict::withheld; }
+    if (check_returns_ && has_returns) {
+      bool const keep = returns_ == return_filter::first ? return_number <= 1 : return_number >= number_of_returns;
+      if (!keep) { return filter_verdict::by_return; }
+    }
+    if (check_z_ && !(z >= z_min_ && z <= z_max_)) { return filter_verdict::by_z; }
+    return filter_verdict::keep;
+  }
+
+  /// Counts a verdict other than keep in `stats` (points_in is the caller's to count).
+  static void count(filter_verdict v, filter_stats& stats) noexcept
+  {
+    switch (v) {
+      case filter_verdict::keep: break;
+      case filter_verdict::non_finite: ++stats.non_finite; break;
+      case filter_verdict::by_class: ++stats.by_class; break;
+      case filter_verdict::withheld: ++stats.withheld; break;
+      case filter_verdict::by_return: ++stats.by_return; break;
+      case filter_verdict::by_z: ++stats.by_z; break;
+    }
+  }
+
+ private:
+  std::array<bool, 256> class_ok_{};
+  bool drop_withheld_{true};
+  bool check_returns_{false};
+  return_filter returns_{return_filter::all};
+  bool check_z_{false};
+  double z_min_{-HUGE_VAL};
+  double z_max_{HUGE_VAL};
+};
+
 /// Removes rejected points from `chunk` in place (order of the kept points is preserved).
 /// Rules on attributes the chunk does not have (e.g. classes on XYZ input) do not apply.
 /// Non-finite coordinates are always removed, and z = -0.0 becomes +0.0.
 void apply_filter(filter_options const& options, point_chunk& chunk, filter_stats& stats);
+/// The same with the rules compiled once.
+void apply_filter(filter_rules const& rules, point_chunk& chunk, filter_stats& stats);
 
 }  // namespace heightgrid

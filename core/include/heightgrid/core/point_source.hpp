@@ -1,10 +1,15 @@
 #pragma once
 // The reader side of the pipeline: every input format is a point_source that streams chunks.
 
+#include "heightgrid/core/grid_spec.hpp"
+#include "heightgrid/core/point_batch.hpp"
 #include "heightgrid/core/point_chunk.hpp"
+#include "heightgrid/core/point_filter.hpp"
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -35,5 +40,68 @@ class point_source {
 /// Default number of points per chunk: large enough to amortise per-chunk work, small enough
 /// to stay in cache-friendly buffers (24 MB for x, y, z).
 inline constexpr std::size_t default_chunk_points = std::size_t{1} << 20;
+
+/// Default points per part of a part_source: a part is one unit of parallel reading and one batch
+/// for binning (3 MB as LAS integers, 6 MB as doubles), small enough that a ring of a few dozen
+/// batches stays cheap to pin, large enough to amortise a GPU launch and a copy per batch.
+inline constexpr std::size_t default_part_points = std::size_t{1} << 18;
+
+/// What reading one part learnt about its points (the kept ones, for bounds and z).
+struct part_result {
+  filter_stats filtered;  ///< points_in = records read; removed() = points filtered out
+  bounds extent;          ///< x/y bounds of the kept points (empty when none was kept)
+  double z_min{HUGE_VAL};
+  double z_max{-HUGE_VAL};
+  bool last{false};  ///< sequential sources: this was the source's last part
+
+  void add(part_result const& o) noexcept
+  {
+    filtered.add(o.filtered);
+    extent.extend(o.extent);
+    z_min = o.z_min < z_min ? o.z_min : z_min;
+    z_max = o.z_max > z_max ? o.z_max : z_max;
+  }
+};
+
+/// A source that the streaming pipeline reads in parts: independent units of reading work, each
+/// delivering at most max_part_points() filtered points into one point_batch. Readers filter while
+/// they decode, so removed points never reach a batch.
+///
+/// Two kinds, told apart by concurrent_parts():
+///  - concurrent (LAS record ranges, LAZ chunk runs, synthetic index ranges): parts 0..part_count()-1
+///    may be read by several threads at once, in any order;
+///  - sequential (text, GDAL rasters and vectors, LAZ files without a chunk table): parts must be
+///    read in order 0, 1, 2, ... by one thread at a time, until a part reports `last`.
+/// Chunk boundaries (and so every result that depends on them) are fixed by the source and the
+/// part size, never by the thread count.
+class part_source {
+ public:
+  virtual ~part_source() = default;
+
+  [[nodiscard]] virtual source_info const& info() const = 0;
+
+  /// Bounds every point claims to lie in (a LAS header, a raster's extent, a synthetic extent), or
+  /// nothing. Never trusted to drop a point: the pipeline only uses them to guess the grid, and
+  /// checks the guess against the points it reads.
+  [[nodiscard]] virtual std::optional<bounds> declared_bounds() const { return std::nullopt; }
+
+  /// Parts to read when known up front (concurrent sources always know it).
+  [[nodiscard]] virtual std::optional<std::uint64_t> part_count() const = 0;
+
+  /// See the class comment.
+  [[nodiscard]] virtual bool concurrent_parts() const = 0;
+
+  /// The most points one part can deliver (batches are sized for it).
+  [[nodiscard]] virtual std::size_t max_part_points() const = 0;
+
+  /// Reads part k into `out` (out.capacity >= max_part_points()), keeping what `filter` keeps,
+  /// and sets out.size and out.encoding (and out.transform for scaled_int32).
+  /// Malformed input throws heightgrid::error(error_kind::input, ...) naming the file and where.
+  virtual part_result read_part(std::uint64_t k, filter_rules const& filter, point_batch& out) = 0;
+
+  /// Called once every part has been read: release file handles and buffers (a job over thousands
+  /// of files must not hold them all open). A later read_part may reopen.
+  virtual void release() {}
+};
 
 }  // namespace heightgrid

@@ -1,0 +1,84 @@
+#pragma once
+// What the streaming pipeline moves from readers to binning: a batch of filtered points in memory
+// the caller owns (a worker's buffer, or a slot of the pinned ring that is uploaded to the GPU).
+//
+// LAS and LAZ points travel as their stored integers with the file's scale and offset (12 bytes a
+// point); every backend turns them into coordinates with the one rule of scaled_coords, so the CPU
+// and the GPU bin bit-identical coordinates. Other sources travel as doubles (24 bytes a point).
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#if defined(__CUDACC__)
+#define HG_BATCH_HOST_DEVICE __host__ __device__
+#else
+#define HG_BATCH_HOST_DEVICE
+#endif
+
+namespace heightgrid {
+
+/// How a batch stores its coordinates.
+enum class coord_encoding : std::uint8_t {
+  float64,       ///< x, y, z as double
+  scaled_int32,  ///< X, Y, Z as the int32 LAS stores; x = X * scale + offset
+};
+
+/// LAS's coordinate rule: x = X * scale[0] + offset[0], a multiply then an add in double (the
+/// build forbids contracting them into an FMA), identical on the host and the device.
+/// For scale > 0 it is non-decreasing in X, so the bounds of the integers give the bounds of the
+/// coordinates exactly.
+struct scaled_coords {
+  std::array<double, 3> scale{1.0, 1.0, 1.0};
+  std::array<double, 3> offset{0.0, 0.0, 0.0};
+
+  HG_BATCH_HOST_DEVICE [[nodiscard]] static double apply(std::int32_t v, double s, double o) noexcept
+  {
+    return static_cast<double>(v) * s + o;
+  }
+};
+
+/// Bytes a batch of `points` points needs whatever its encoding (the larger, float64, layout).
+[[nodiscard]] constexpr std::size_t batch_bytes(std::size_t points) noexcept { return points * 3 * sizeof(double); }
+
+/// A batch of points as three columns in caller-owned memory of batch_bytes(capacity) bytes,
+/// aligned to 8 bytes. The columns start at fixed places for each encoding:
+///  - float64: x at data, y at data + capacity doubles, z after y;
+///  - scaled_int32: X at data, Y at data + capacity int32s, Z after Y.
+/// Not owning: copying a batch copies the view.
+struct point_batch {
+  void* data{nullptr};
+  std::size_t capacity{0};  ///< points the memory holds
+  std::size_t size{0};      ///< points filled
+  coord_encoding encoding{coord_encoding::float64};
+  scaled_coords transform;  ///< scaled_int32 only
+
+  [[nodiscard]] double* x() const noexcept { return static_cast<double*>(data); }
+  [[nodiscard]] double* y() const noexcept { return static_cast<double*>(data) + capacity; }
+  [[nodiscard]] double* z() const noexcept { return static_cast<double*>(data) + 2 * capacity; }
+  [[nodiscard]] std::int32_t* xi() const noexcept { return static_cast<std::int32_t*>(data); }
+  [[nodiscard]] std::int32_t* yi() const noexcept { return static_cast<std::int32_t*>(data) + capacity; }
+  [[nodiscard]] std::int32_t* zi() const noexcept { return static_cast<std::int32_t*>(data) + 2 * capacity; }
+
+  /// Bytes of one coordinate column.
+  [[nodiscard]] std::size_t column_bytes() const noexcept
+  {
+    return encoding == coord_encoding::float64 ? sizeof(double) : sizeof(std::int32_t);
+  }
+
+  /// Coordinates of point i, whatever the encoding (for the CPU side and tests).
+  [[nodiscard]] double x_at(std::size_t i) const noexcept
+  {
+    return encoding == coord_encoding::float64 ? x()[i] : scaled_coords::apply(xi()[i], transform.scale[0], transform.offset[0]);
+  }
+  [[nodiscard]] double y_at(std::size_t i) const noexcept
+  {
+    return encoding == coord_encoding::float64 ? y()[i] : scaled_coords::apply(yi()[i], transform.scale[1], transform.offset[1]);
+  }
+  [[nodiscard]] double z_at(std::size_t i) const noexcept
+  {
+    return encoding == coord_encoding::float64 ? z()[i] : scaled_coords::apply(zi()[i], transform.scale[2], transform.offset[2]);
+  }
+};
+
+}  // namespace heightgrid
