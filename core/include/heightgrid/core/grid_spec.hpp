@@ -62,6 +62,20 @@ struct grid_spec {
   }
 };
 
+/// Which part of a grid an accumulator covers: rows [first_row, first_row + rows) of `grid`.
+/// Points are binned with grid.cell_of on the whole grid (the one rule), then kept when their row is
+/// in the band: a grid too large for memory is processed band by band with bit-identical cells.
+struct grid_band {
+  grid_spec grid;
+  std::uint32_t first_row{0};
+  std::uint32_t rows{0};
+
+  [[nodiscard]] std::uint64_t first_cell() const noexcept { return std::uint64_t{first_row} * grid.cols; }
+  [[nodiscard]] std::uint64_t cells() const noexcept { return std::uint64_t{rows} * grid.cols; }
+  /// The whole grid as one band.
+  [[nodiscard]] static grid_band whole(grid_spec const& g) noexcept { return {g, 0, g.rows}; }
+};
+
 /// Axis-aligned bounds of a set of points; empty until the first extend().
 struct bounds {
   double xmin{std::numeric_limits<double>::infinity()};

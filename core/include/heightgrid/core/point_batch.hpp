@@ -6,7 +6,6 @@
 // point); every backend turns them into coordinates with the one rule of scaled_coords, so the CPU
 // and the GPU bin bit-identical coordinates. Other sources travel as doubles (24 bytes a point).
 
-#include <array>
 #include <cstddef>
 #include <cstdint>
 
@@ -29,8 +28,9 @@ enum class coord_encoding : std::uint8_t {
 /// For scale > 0 it is non-decreasing in X, so the bounds of the integers give the bounds of the
 /// coordinates exactly.
 struct scaled_coords {
-  std::array<double, 3> scale{1.0, 1.0, 1.0};
-  std::array<double, 3> offset{0.0, 0.0, 0.0};
+  // Plain arrays, not std::array: device code indexes them.
+  double scale[3]{1.0, 1.0, 1.0};
+  double offset[3]{0.0, 0.0, 0.0};
 
   HG_BATCH_HOST_DEVICE [[nodiscard]] static double apply(std::int32_t v, double s, double o) noexcept
   {

@@ -72,6 +72,9 @@ struct part_result {
 ///    may be read by several threads at once, in any order;
 ///  - sequential (text, GDAL rasters and vectors, LAZ files without a chunk table): parts must be
 ///    read in order 0, 1, 2, ... by one thread at a time, until a part reports `last`.
+/// A job may read a source several times (a bounds pass, then binning; one pass per band of a large
+/// grid): concurrent sources read any part again; a sequential source starts over when asked for
+/// part 0 again.
 /// Chunk boundaries (and so every result that depends on them) are fixed by the source and the
 /// part size, never by the thread count.
 class part_source {

@@ -1,0 +1,99 @@
+#pragma once
+// The CPU side of the streaming pipeline: a grid of per-cell accumulators (cell_accumulator.hpp)
+// in host memory, filled batch by batch from any number of threads, and turned into output bands
+// window by window.
+//
+// Two ways in, as on the GPU:
+//  - add_batch(): every point updates its cell with atomics (min/max/count only). Order-free, so
+//    threads add their batches as they come; min, max and count are exact whatever the order.
+//  - reduce_batch() + merge(): the batch is sorted by cell (stable) and each cell's points reduced
+//    in input order into a partial (n, min, max, sum, m2); partials are merged into the grid one
+//    batch at a time, in the order the caller chooses. The pipeline merges in batch order, so the
+//    mean and stddev are the same whatever the thread count.
+
+#include "heightgrid/core/cell_accumulator.hpp"
+#include "heightgrid/core/grid_spec.hpp"
+#include "heightgrid/core/metrics.hpp"
+#include "heightgrid/core/point_batch.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace heightgrid {
+
+/// What binning a batch found, to add to the pipeline's totals.
+struct batch_binning {
+  std::uint64_t binned{0};   ///< points that landed in the band
+  std::uint64_t outside{0};  ///< points in no cell of the whole grid
+};
+
+/// A batch reduced per cell, sorted by cell: the partial of cell cells[k] is (n[k], lo[k], hi[k],
+/// sum[k], m2[k]) (sum and m2 empty unless requested). Reused from batch to batch by one thread.
+struct batch_partials {
+  std::vector<std::uint64_t> cells;  ///< band-local cell index, increasing
+  std::vector<std::uint32_t> n;
+  std::vector<double> lo, hi, sum, m2;
+  batch_binning binning;
+  // scratch of the sort
+  std::vector<std::uint32_t> keys, keys_tmp, order, order_tmp;
+};
+
+class host_grid {
+ public:
+  /// Zeroed accumulators for every cell of `band`, with sum (mean or stddev) and m2 (stddev) when
+  /// `request` needs them. Pages are mapped lazily: an untouched part of a sparse grid costs no RSS.
+  /// Throws error_kind::resource when the memory cannot be mapped.
+  host_grid(grid_band const& band, metric_request const& request);
+  host_grid(host_grid const&) = delete;
+  host_grid& operator=(host_grid const&) = delete;
+  ~host_grid();
+
+  [[nodiscard]] grid_band const& band() const noexcept { return band_; }
+  [[nodiscard]] accumulator_view view() const noexcept { return acc_; }
+  [[nodiscard]] bool keeps_sums() const noexcept { return acc_.sum != nullptr; }
+
+  /// Bins every point of `batch` with atomics (min, max, count). Thread-safe; the grid must not keep
+  /// sums (use reduce_batch + merge). Consecutive points of one cell are combined before the atomics.
+  batch_binning add_batch(point_batch const& batch);
+
+  /// Sorts `batch` by cell and reduces each cell's points in input order into `out` (no grid state
+  /// is touched: thread-safe, any number of threads).
+  void reduce_batch(point_batch const& batch, batch_partials& out) const;
+
+  /// Merges partials into the grid. Not thread-safe: the caller serialises merges (and orders them,
+  /// if the mean and stddev are to be reproducible).
+  void merge(batch_partials const& partials);
+
+  /// Merges this grid's cells [first, first + window.cells) into `window` (accumulators of the same
+  /// cells from elsewhere, e.g. downloaded from the GPU): min, max and count only (sums from two
+  /// backends would depend on which batches went where). Reads this grid only, so untouched pages
+  /// of a sparse grid stay unmapped. OpenMP-parallel.
+  void merge_into(accumulator_view const& window, std::uint64_t first) const;
+
+  /// Output bands of rows [row0, row0 + rows) of the band (band-local rows), cropped to the first
+  /// `cols` columns (cols <= grid.cols: an output grid that shares the origin). OpenMP-parallel.
+  [[nodiscard]] cell_results finalize_rows(std::uint32_t row0, std::uint32_t rows, std::uint32_t cols,
+                                           metric_request const& request, float nodata) const;
+
+  /// Sum of every cell's count (to detect a count that overflowed 2^32 - 1).
+  [[nodiscard]] std::uint64_t total_count() const;
+  /// The largest count of a cell.
+  [[nodiscard]] std::uint32_t max_count() const;
+
+ private:
+  grid_band band_;
+  accumulator_view acc_;
+  void* memory_{nullptr};
+  std::size_t bytes_{0};
+};
+
+/// Output bands of accumulator rows: the finalize_cell loop over a window, shared by host_grid and
+/// the app's merge of downloaded device windows. `acc` holds `rows` rows of `acc_cols` cells from
+/// `first_cell`; the result has `cols` columns per row.
+[[nodiscard]] cell_results finalize_window(accumulator_view const& acc, std::uint64_t first_cell, std::uint32_t acc_cols,
+                                           std::uint32_t rows, std::uint32_t cols, metric_request const& request,
+                                           float nodata);
+
+}  // namespace heightgrid

@@ -1,0 +1,337 @@
+#include "heightgrid/core/host_grid.hpp"
+
+#include "heightgrid/core/error.hpp"
+
+#include <sys/mman.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+#include <string>
+
+namespace heightgrid {
+namespace {
+
+/// Lock-free max on a plain 64-bit word shared between threads (GCC/Clang atomic builtins: C++17 has
+/// no atomic_ref). Most points do not move their cell's extreme, so most calls are one load.
+inline void atomic_max(std::uint64_t* p, std::uint64_t v) noexcept
+{
+  std::uint64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+  while (v > cur && !__atomic_compare_exchange_n(p, &cur, v, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+  }
+}
+
+template <coord_encoding E>
+struct coords {
+  static double x(point_batch const& b, std::size_t i) noexcept
+  {
+    if constexpr (E == coord_encoding::float64) {
+      return b.x()[i];
+    } else {
+      return scaled_coords::apply(b.xi()[i], b.transform.scale[0], b.transform.offset[0]);
+    }
+  }
+  static double y(point_batch const& b, std::size_t i) noexcept
+  {
+    if constexpr (E == coord_encoding::float64) {
+      return b.y()[i];
+    } else {
+      return scaled_coords::apply(b.yi()[i], b.transform.scale[1], b.transform.offset[1]);
+    }
+  }
+  static double z(point_batch const& b, std::size_t i) noexcept
+  {
+    if constexpr (E == coord_encoding::float64) {
+      return b.z()[i];
+    } else {
+      return scaled_coords::apply(b.zi()[i], b.transform.scale[2], b.transform.offset[2]);
+    }
+  }
+};
+
+/// The band-local cell of point i, or `skip` (outside the band) / `outside` (outside the grid).
+constexpr std::uint32_t outside_key = 0xffffffffU;
+constexpr std::uint32_t skip_key = 0xfffffffeU;
+
+template <coord_encoding E>
+inline std::uint32_t local_cell(grid_band const& band, point_batch const& b, std::size_t i) noexcept
+{
+  cell_id const c = band.grid.cell_of(coords<E>::x(b, i), coords<E>::y(b, i));
+  if (c == no_cell) { return outside_key; }
+  std::uint64_t const local = static_cast<std::uint64_t>(c) - band.first_cell();  // wraps below the band
+  return local < band.cells() ? static_cast<std::uint32_t>(local) : skip_key;
+}
+
+template <coord_encoding E>
+batch_binning add_points(grid_band const& band, accumulator_view const& acc, point_batch const& b)
+{
+  batch_binning r;
+  // A run of consecutive points in one cell (LAS files are in scan order, so a run is typical) is
+  // combined in registers and hits the shared cell with one set of atomics.
+  std::uint32_t run = outside_key;
+  std::uint64_t run_lo = 0, run_hi = 0;
+  std::uint32_t run_n = 0;
+  auto const flush = [&] {
+    if (run_n == 0) { return; }
+    atomic_max(acc.lo + run, run_lo);
+    atomic_max(acc.hi + run, run_hi);
+    __atomic_fetch_add(acc.count + run, run_n, __ATOMIC_RELAXED);
+    r.binned += run_n;
+  };
+  for (std::size_t i = 0; i < b.size; ++i) {
+    std::uint32_t const c = local_cell<E>(band, b, i);
+    if (c >= skip_key) {
+      r.outside += c == outside_key;
+      continue;
+    }
+    double const z = coords<E>::z(b, i);
+    std::uint64_t const lo = lo_key(z);
+    std::uint64_t const hi = hi_key(z);
+    if (c == run) {
+      run_lo = lo > run_lo ? lo : run_lo;
+      run_hi = hi > run_hi ? hi : run_hi;
+      ++run_n;
+    } else {
+      flush();
+      run = c;
+      run_lo = lo;
+      run_hi = hi;
+      run_n = 1;
+    }
+  }
+  flush();
+  return r;
+}
+
+/// Stable LSD radix sort of `order` (point indices) by keys, 8 bits a pass; passes in which every
+/// key has the same digit are skipped (a spatially coherent batch often needs one or two).
+void radix_sort_by_key(std::vector<std::uint32_t>& keys, std::vector<std::uint32_t>& keys_tmp,
+                       std::vector<std::uint32_t>& order, std::vector<std::uint32_t>& order_tmp)
+{
+  std::size_t const n = keys.size();
+  std::array<std::array<std::uint32_t, 256>, 4> hist{};
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint32_t const k = keys[i];
+    ++hist[0][k & 0xff];
+    ++hist[1][(k >> 8) & 0xff];
+    ++hist[2][(k >> 16) & 0xff];
+    ++hist[3][k >> 24];
+  }
+  keys_tmp.resize(n);
+  order_tmp.resize(n);
+  for (int pass = 0; pass < 4; ++pass) {
+    auto& h = hist[static_cast<std::size_t>(pass)];
+    if (std::any_of(h.begin(), h.end(), [n](std::uint32_t c) { return c == n; })) { continue; }
+    std::uint32_t sum = 0;
+    for (auto& c : h) {
+      std::uint32_t const t = c;
+      c = sum;
+      sum += t;
+    }
+    int const shift = 8 * pass;
+    for (std::size_t i = 0; i < n; ++i) {
+      std::uint32_t const d = (keys[i] >> shift) & 0xff;
+      std::uint32_t const at = h[d]++;
+      keys_tmp[at] = keys[i];
+      order_tmp[at] = order[i];
+    }
+    keys.swap(keys_tmp);
+    order.swap(order_tmp);
+  }
+}
+
+template <coord_encoding E>
+void reduce_points(grid_band const& band, bool sums, bool m2, point_batch const& b, batch_partials& out)
+{
+  std::size_t const n = b.size;
+  out.keys.resize(n);
+  out.order.resize(n);
+  batch_binning r;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint32_t const c = local_cell<E>(band, b, i);
+    out.keys[i] = c;
+    out.order[i] = static_cast<std::uint32_t>(i);
+    r.outside += c == outside_key;
+    r.binned += c < skip_key;
+  }
+  radix_sort_by_key(out.keys, out.keys_tmp, out.order, out.order_tmp);
+
+  out.cells.clear();
+  out.n.clear();
+  out.lo.clear();
+  out.hi.clear();
+  out.sum.clear();
+  out.m2.clear();
+  for (std::size_t begin = 0; begin < n;) {
+    std::uint32_t const c = out.keys[begin];
+    if (c >= skip_key) { break; }  // outside and skipped points sort last
+    std::size_t end = begin + 1;
+    while (end < n && out.keys[end] == c) { ++end; }
+    // The cell's points in input order (the sort is stable): min/max as std::min/std::max keep the
+    // running value on ties, the sum runs from 0.0, m2 is a second pass about the partial's mean,
+    // exactly as the thread-per-cell reduction of a CSR does.
+    double lo = HUGE_VAL, hi = -HUGE_VAL, s = 0.0;
+    for (std::size_t k = begin; k < end; ++k) {
+      double const z = coords<E>::z(b, out.order[k]);
+      lo = z < lo ? z : lo;
+      hi = hi < z ? z : hi;
+      if (sums) { s += z; }
+    }
+    out.cells.push_back(c);
+    out.n.push_back(static_cast<std::uint32_t>(end - begin));
+    out.lo.push_back(lo);
+    out.hi.push_back(hi);
+    if (sums) {
+      out.sum.push_back(s);
+      double d2 = 0.0;
+      if (m2) {
+        double const mean = s / static_cast<double>(end - begin);
+        for (std::size_t k = begin; k < end; ++k) {
+          double const d = coords<E>::z(b, out.order[k]) - mean;
+          d2 += d * d;
+        }
+      }
+      out.m2.push_back(d2);
+    }
+    begin = end;
+  }
+  out.binning = r;
+}
+
+}  // namespace
+
+host_grid::host_grid(grid_band const& band, metric_request const& request) : band_(band)
+{
+  std::uint64_t const cells = band.cells();
+  bool const sums = request.needs_sums();
+  bool const m2 = request.stddev;
+  // lo, hi | sum | m2 (8-byte fields) first, count (4-byte) last: every array stays aligned.
+  std::size_t const words = 2 + (sums ? 1 : 0) + (m2 ? 1 : 0);
+  bytes_ = static_cast<std::size_t>(cells) * (words * 8 + 4);
+  if (bytes_ > 0) {
+    void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    expects(p != MAP_FAILED, error_kind::resource,
+            "cannot map " + std::to_string(bytes_ >> 20) + " MiB for the accumulators of " + std::to_string(cells) +
+              " cells; choose a coarser resolution (--res) or a smaller --memory share");
+    memory_ = p;
+  }
+  auto* words_base = static_cast<std::uint64_t*>(memory_);
+  acc_.cells = cells;
+  acc_.lo = words_base;
+  acc_.hi = words_base + cells;
+  std::uint64_t next = 2 * cells;
+  if (sums) {
+    acc_.sum = reinterpret_cast<double*>(words_base + next);
+    next += cells;
+  }
+  if (m2) {
+    acc_.m2 = reinterpret_cast<double*>(words_base + next);
+    next += cells;
+  }
+  acc_.count = reinterpret_cast<std::uint32_t*>(words_base + next);
+}
+
+host_grid::~host_grid()
+{
+  if (memory_ != nullptr) { ::munmap(memory_, bytes_); }
+}
+
+batch_binning host_grid::add_batch(point_batch const& batch)
+{
+  expects(!keeps_sums(), error_kind::internal, "host_grid::add_batch on a grid that keeps sums");
+  return batch.encoding == coord_encoding::float64 ? add_points<coord_encoding::float64>(band_, acc_, batch)
+                                                   : add_points<coord_encoding::scaled_int32>(band_, acc_, batch);
+}
+
+void host_grid::reduce_batch(point_batch const& batch, batch_partials& out) const
+{
+  bool const sums = acc_.sum != nullptr;
+  bool const m2 = acc_.m2 != nullptr;
+  if (batch.encoding == coord_encoding::float64) {
+    reduce_points<coord_encoding::float64>(band_, sums, m2, batch, out);
+  } else {
+    reduce_points<coord_encoding::scaled_int32>(band_, sums, m2, batch, out);
+  }
+}
+
+void host_grid::merge(batch_partials const& p)
+{
+  bool const sums = acc_.sum != nullptr;
+  for (std::size_t k = 0; k < p.cells.size(); ++k) {
+    std::uint64_t const c = p.cells[k];
+    std::uint64_t const lo = lo_key(p.lo[k]);
+    std::uint64_t const hi = hi_key(p.hi[k]);
+    acc_.lo[c] = lo > acc_.lo[c] ? lo : acc_.lo[c];
+    acc_.hi[c] = hi > acc_.hi[c] ? hi : acc_.hi[c];
+    if (sums) {
+      double unused_m2 = 0.0;
+      double& m2 = acc_.m2 != nullptr ? acc_.m2[c] : unused_m2;
+      merge_moments(acc_.count[c], acc_.sum[c], m2, p.n[k], p.sum[k], p.m2[k]);
+    }
+    acc_.count[c] += p.n[k];
+  }
+}
+
+void host_grid::merge_into(accumulator_view const& window, std::uint64_t first) const
+{
+  expects(first + window.cells <= acc_.cells, error_kind::internal, "host_grid::merge_into: window outside the grid");
+  auto const n = static_cast<std::int64_t>(window.cells);
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) {
+    std::uint64_t const c = first + static_cast<std::uint64_t>(i);
+    std::uint32_t const count = acc_.count[c];
+    if (count == 0) { continue; }
+    window.lo[i] = acc_.lo[c] > window.lo[i] ? acc_.lo[c] : window.lo[i];
+    window.hi[i] = acc_.hi[c] > window.hi[i] ? acc_.hi[c] : window.hi[i];
+    window.count[i] += count;
+  }
+}
+
+cell_results host_grid::finalize_rows(std::uint32_t row0, std::uint32_t rows, std::uint32_t cols,
+                                      metric_request const& request, float nodata) const
+{
+  expects(row0 + std::uint64_t{rows} <= band_.rows && cols <= band_.grid.cols, error_kind::internal,
+          "host_grid::finalize_rows: window outside the band");
+  return finalize_window(acc_, std::uint64_t{row0} * band_.grid.cols, band_.grid.cols, rows, cols, request, nodata);
+}
+
+std::uint64_t host_grid::total_count() const
+{
+  std::uint64_t total = 0;
+  auto const n = static_cast<std::int64_t>(acc_.cells);
+#pragma omp parallel for reduction(+ : total) schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) { total += acc_.count[i]; }
+  return total;
+}
+
+std::uint32_t host_grid::max_count() const
+{
+  std::uint32_t largest = 0;
+  auto const n = static_cast<std::int64_t>(acc_.cells);
+#pragma omp parallel for reduction(max : largest) schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) { largest = std::max(largest, acc_.count[i]); }
+  return largest;
+}
+
+cell_results finalize_window(accumulator_view const& acc, std::uint64_t first_cell, std::uint32_t acc_cols,
+                             std::uint32_t rows, std::uint32_t cols, metric_request const& request, float nodata)
+{
+  std::size_t const cells = std::size_t{rows} * cols;
+  cell_results r;
+  auto const band = [&](bool wanted, auto& v) {
+    if (wanted) { v.resize(cells); }
+    return wanted ? v.data() : nullptr;
+  };
+  band_pointers const out{band(request.min, r.min),   band(request.max, r.max),   band(request.range, r.range),
+                          band(request.count, r.count), band(request.mean, r.mean), band(request.stddev, r.stddev)};
+  auto const nrows = static_cast<std::int64_t>(rows);
+#pragma omp parallel for schedule(static)
+  for (std::int64_t row = 0; row < nrows; ++row) {
+    std::uint64_t const in = first_cell + static_cast<std::uint64_t>(row) * acc_cols;
+    std::uint64_t const o = static_cast<std::uint64_t>(row) * cols;
+    for (std::uint32_t col = 0; col < cols; ++col) { finalize_cell(acc, in + col, out, o + col, nodata); }
+  }
+  return r;
+}
+
+}  // namespace heightgrid
