@@ -1,6 +1,7 @@
 #include "heightgrid/io/las_reader.hpp"
 
 #include "heightgrid/core/error.hpp"
+#include "las_internal.hpp"
 #include "las_layout.hpp"
 #include "laz/laz_arith.hpp"
 #include "laz/laz_source.hpp"
@@ -87,66 +88,7 @@ class memory_bytes final : public las_byte_reader {
   std::size_t size_;
 };
 
-/// A read-only file descriptor with positioned reads (no shared file position, no stdio
-/// buffering between the page cache and our block buffer).
-class las_file {
- public:
-  explicit las_file(std::string path) : path_(std::move(path))
-  {
-    fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0) { throw error(error_kind::input, path_ + ": cannot open: " + system_message(errno)); }
-    struct stat st {};
-    if (::fstat(fd_, &st) != 0) {
-      int const err = errno;
-      ::close(fd_);
-      throw error(error_kind::input, path_ + ": cannot stat: " + system_message(err));
-    }
-    if (!S_ISREG(st.st_mode)) {
-      ::close(fd_);
-      throw error(error_kind::input, path_ + ": not a regular file");
-    }
-    size_ = static_cast<std::uint64_t>(st.st_size);
-    // Only a hint for read-ahead; failure changes nothing but speed.
-    (void)::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
-  }
-  ~las_file()
-  {
-    if (fd_ >= 0) { ::close(fd_); }
-  }
-  las_file(las_file const&) = delete;
-  las_file& operator=(las_file const&) = delete;
-  las_file(las_file&& other) noexcept
-    : path_(std::move(other.path_)), fd_(std::exchange(other.fd_, -1)), size_(other.size_)
-  {
-  }
-  las_file& operator=(las_file&&) = delete;
-
-  [[nodiscard]] std::uint64_t size() const noexcept { return size_; }
-
-  void read_exact(std::uint64_t offset, std::size_t count, std::uint8_t* out) const
-  {
-    while (count > 0) {
-      ssize_t const got = ::pread(fd_, out, count, static_cast<off_t>(offset));
-      if (got < 0) {
-        if (errno == EINTR) { continue; }
-        throw error(error_kind::input, path_ + ": byte " + std::to_string(offset) +
-                                         ": read failed: " + system_message(errno));
-      }
-      if (got == 0) {
-        throw error(error_kind::input, path_ + ": byte " + std::to_string(offset) +
-                                         ": the file ends here (was it truncated while being read?)");
-      }
-      out += got;
-      offset += static_cast<std::uint64_t>(got);
-      count -= static_cast<std::size_t>(got);
-    }
-  }
-
- private:
-  std::string path_;
-  int fd_{-1};
-  std::uint64_t size_{0};
-};
+using detail::las_file;
 
 class file_bytes final : public las_byte_reader {
  public:
@@ -540,41 +482,20 @@ void decode_records(std::uint8_t const* raw, std::size_t stride, std::size_t n,
   double const ox = h.offset[0], oy = h.offset[1], oz = h.offset[2];
   for (std::size_t i = 0; i < n; ++i) {
     std::uint8_t const* p = raw + i * stride;
-    // A multiply, then an add (the build forbids contracting them into an FMA), so that every
-    // reader of the file computes bit-identical coordinates.
-    x[i] = static_cast<double>(layout::load<std::int32_t>(p + layout::point_at::x)) * sx + ox;
-    y[i] = static_cast<double>(layout::load<std::int32_t>(p + layout::point_at::y)) * sy + oy;
-    z[i] = static_cast<double>(layout::load<std::int32_t>(p + layout::point_at::z)) * sz + oz;
-    std::uint8_t const returns = p[layout::point_at::returns];
-    if constexpr (Extended) {
-      ret[i] = returns & 0x0F;
-      nret[i] = static_cast<std::uint8_t>(returns >> 4);
-      // Bits 0-3: synthetic, key-point, withheld, overlap: point_flag's order.
-      flags[i] = p[layout::point_at::extended_flags] & 0x0F;
-      cls[i] = p[layout::point_at::extended_classification];
-    } else {
-      ret[i] = returns & 0x07;
-      nret[i] = (returns >> 3) & 0x07;
-      // Class in bits 0-4; synthetic, key-point, withheld in bits 5-7, which shifted down are
-      // point_flag's synthetic, key_point, withheld. Overlap is class 12 in these formats.
-      std::uint8_t const c = p[layout::point_at::legacy_classification];
-      cls[i] = c & 0x1F;
-      flags[i] = static_cast<std::uint8_t>(c >> 5);
-    }
+    // scaled_coords' rule, a multiply then an add, so that every reader of the file computes
+    // bit-identical coordinates.
+    x[i] = scaled_coords::apply(layout::load<std::int32_t>(p + layout::point_at::x), sx, ox);
+    y[i] = scaled_coords::apply(layout::load<std::int32_t>(p + layout::point_at::y), sy, oy);
+    z[i] = scaled_coords::apply(layout::load<std::int32_t>(p + layout::point_at::z), sz, oz);
+    detail::record_attributes const a = detail::load_attributes<Extended>(p);
+    cls[i] = a.classification;
+    flags[i] = a.flags;
+    ret[i] = a.return_number;
+    nret[i] = a.number_of_returns;
   }
 }
 
-/// What a LAS/LAZ point_source says about itself, from its header.
-source_info source_info_of(las_header_info const& h)
-{
-  source_info info;
-  info.path = h.path;
-  info.format = h.format_name();
-  info.crs_wkt = h.crs_wkt;
-  info.vertical_units = h.vertical_units;
-  info.point_count = h.point_count;
-  return info;
-}
+using detail::source_info_of;
 
 /// Sizes every column that decode_records fills to n points. resize, not clear + resize: a reused
 /// chunk of the same size is not zero-filled again.
@@ -651,20 +572,9 @@ class laz_point_source final : public point_source {
     info_ = source_info_of(header_);
     decode_ = layout::is_extended_format(header_.point_format) ? &decode_records<true>
                                                                : &decode_records<false>;
-    laz::laz_file_layout where;
-    where.path = header_.path;
-    where.file_size = header_.file_size;
-    where.point_data_start = header_.offset_to_point_data;
-    where.point_data_limit = header_.file_size;
-    if (header_.version_minor >= 4 && header_.evlr_count > 0 &&
-        header_.evlr_start > header_.offset_to_point_data) {
-      where.point_data_limit = std::min(header_.evlr_start, header_.file_size);
-    }
-    where.point_count = header_.point_count;
-    where.record_length = header_.record_length;
     las_file const& f = file_;
     stream_ = std::make_unique<laz::laz_record_stream>(
-      std::move(where), std::move(vlr),
+      detail::laz_layout_of(header_), std::move(vlr),
       [&f](std::uint64_t offset, std::size_t count, std::uint8_t* out) { f.read_exact(offset, count, out); },
       options.threads);
   }
@@ -775,8 +685,75 @@ las_header_info read_las_header(std::string const& path)
 std::unique_ptr<point_source> open_las_source(std::string const& path, las_read_options const& options)
 {
   expects(options.chunk_points > 0, error_kind::usage, path + ": chunk_points must be > 0");
+  detail::opened_las f = detail::open_las_file(path);
+  if (f.laz_vlr) {
+    return std::make_unique<laz_point_source>(std::move(f.file), std::move(f.header), std::move(*f.laz_vlr),
+                                              options);
+  }
+  return std::make_unique<las_point_source>(std::move(f.file), std::move(f.header), options);
+}
+
+namespace detail {
+
+las_file::las_file(std::string path) : path_(std::move(path))
+{
+  fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd_ < 0) { throw error(error_kind::input, path_ + ": cannot open: " + system_message(errno)); }
+  struct stat st {};
+  if (::fstat(fd_, &st) != 0) {
+    int const err = errno;
+    ::close(fd_);
+    throw error(error_kind::input, path_ + ": cannot stat: " + system_message(err));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd_);
+    throw error(error_kind::input, path_ + ": not a regular file");
+  }
+  size_ = static_cast<std::uint64_t>(st.st_size);
+  // Only a hint for read-ahead; failure changes nothing but speed.
+  (void)::posix_fadvise(fd_, 0, 0, POSIX_FADV_SEQUENTIAL);
+}
+
+las_file::~las_file()
+{
+  if (fd_ >= 0) { ::close(fd_); }
+}
+
+las_file::las_file(las_file&& other) noexcept
+  : path_(std::move(other.path_)), fd_(std::exchange(other.fd_, -1)), size_(other.size_)
+{
+}
+
+std::size_t las_file::read_upto(std::uint64_t offset, std::size_t count, std::uint8_t* out) const
+{
+  std::size_t done = 0;
+  while (done < count) {
+    ssize_t const got = ::pread(fd_, out + done, count - done, static_cast<off_t>(offset + done));
+    if (got < 0) {
+      if (errno == EINTR) { continue; }
+      throw error(error_kind::input, path_ + ": byte " + std::to_string(offset + done) +
+                                       ": read failed: " + system_message(errno));
+    }
+    if (got == 0) { break; }
+    done += static_cast<std::size_t>(got);
+  }
+  return done;
+}
+
+void las_file::read_exact(std::uint64_t offset, std::size_t count, std::uint8_t* out) const
+{
+  std::size_t const got = read_upto(offset, count, out);
+  if (got < count) {
+    throw error(error_kind::input, path_ + ": byte " + std::to_string(offset + got) +
+                                     ": the file ends here (was it truncated while being read?)");
+  }
+}
+
+opened_las open_las_file(std::string const& path)
+{
   las_file file(path);
   las_header_info h = parse_las_header(file_bytes(file), path);
+  std::optional<laz::laz_vlr_info> vlr;
   if (h.compressed) {
     if (!h.laz) {
       throw error(error_kind::input,
@@ -787,17 +764,42 @@ std::unique_ptr<point_source> open_las_source(std::string const& path, las_read_
     // The header parser validated the VLR; parse it again into the decoder's form.
     std::vector<std::uint8_t> data(static_cast<std::size_t>(h.laz->vlr_data_length));
     file.read_exact(h.laz->vlr_data_offset, data.size(), data.data());
-    laz::laz_vlr_info vlr;
     try {
       vlr = laz::parse_laz_vlr(data.data(), data.size());
     } catch (laz::decode_error const& e) {
       throw error(error_kind::input, path + ": byte " + std::to_string(h.laz->vlr_data_offset) + ": " + e.what());
     }
-    apply_crs(h);
-    return std::make_unique<laz_point_source>(std::move(file), std::move(h), std::move(vlr), options);
   }
   apply_crs(h);
-  return std::make_unique<las_point_source>(std::move(file), std::move(h), options);
+  return opened_las{std::move(file), std::move(h), std::move(vlr)};
 }
+
+source_info source_info_of(las_header_info const& h)
+{
+  source_info info;
+  info.path = h.path;
+  info.format = h.format_name();
+  info.crs_wkt = h.crs_wkt;
+  info.vertical_units = h.vertical_units;
+  info.point_count = h.point_count;
+  return info;
+}
+
+laz::laz_file_layout laz_layout_of(las_header_info const& h)
+{
+  laz::laz_file_layout where;
+  where.path = h.path;
+  where.file_size = h.file_size;
+  where.point_data_start = h.offset_to_point_data;
+  where.point_data_limit = h.file_size;
+  if (h.version_minor >= 4 && h.evlr_count > 0 && h.evlr_start > h.offset_to_point_data) {
+    where.point_data_limit = std::min(h.evlr_start, h.file_size);
+  }
+  where.point_count = h.point_count;
+  where.record_length = h.record_length;
+  return where;
+}
+
+}  // namespace detail
 
 }  // namespace heightgrid::io

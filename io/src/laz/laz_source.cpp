@@ -38,19 +38,53 @@ struct piece {
   std::size_t points{0};
 };
 
-/// Per-worker state reused from chunk to chunk: the compressed bytes and the item decoders
-/// (their models are allocated once and reset per chunk).
-struct worker_scratch {
-  std::vector<std::uint8_t> compressed;
-  std::optional<pointwise_decoder> pointwise;
-};
+[[noreturn]] void fail_at(laz_file_layout const& layout, std::uint64_t byte, std::string const& what)
+{
+  throw error(error_kind::input, layout.path + ": byte " + std::to_string(byte) + ": " + what);
+}
+
+/// Finds the chunk table and decodes it; throws decode_error saying why it cannot be used.
+std::vector<chunk_entry> read_chunk_table(laz_file_layout const& layout, laz_vlr_info const& vlr,
+                                          file_reader const& read, std::uint64_t chunks_start)
+{
+  std::uint64_t const offset_at = layout.point_data_start;
+  std::int64_t stored = 0;
+  read(offset_at, sizeof stored, reinterpret_cast<std::uint8_t*>(&stored));
+  std::uint64_t const size = layout.file_size;
+  if (stored == -1) {
+    // The writer could not seek back: the offset is in the last 8 bytes of the file.
+    if (size < chunks_start + 8) {
+      throw decode_error("the chunk table offset is -1 (stored at the end of the file), but the file ends at byte " + std::to_string(size));
+    }
+    read(size - 8, sizeof stored, reinterpret_cast<std::uint8_t*>(&stored));
+  }
+  if (stored == static_cast<std::int64_t>(offset_at)) {
+    throw decode_error("the chunk table offset points at itself: the writer did not finish the file");
+  }
+  if (stored < static_cast<std::int64_t>(chunks_start) || static_cast<std::uint64_t>(stored) > size - 8 ||
+      size < 8) {
+    throw decode_error("the chunk table offset " + std::to_string(stored) +
+                       " is outside the point data (bytes " + std::to_string(chunks_start) + "-" +
+                       std::to_string(size) + ")");
+  }
+  auto const table_at = static_cast<std::uint64_t>(stored);
+  std::uint8_t head[8];
+  read(table_at, sizeof head, head);
+  std::uint32_t count;
+  std::memcpy(&count, head + 4, sizeof count);
+  // Two compressed 32-bit integers per entry take well under 16 bytes.
+  std::uint64_t const wanted = 8 + 16 * std::uint64_t{count} + 64;
+  std::vector<std::uint8_t> table(static_cast<std::size_t>(std::min(wanted, size - table_at)));
+  read(table_at, table.size(), table.data());
+  return parse_chunk_table(vlr, table.data(), table.size(), chunks_start, table_at, layout.point_count);
+}
 
 /// Decodes chunks 0..count-1 on worker threads, at most `window` chunks ahead of the consumer,
 /// and hands them out in order. A worker's exception is stored with its chunk and rethrown by
 /// take(); the destructor stops and joins the workers whatever state they are in.
 class chunk_pool {
  public:
-  using decode_fn = std::function<void(std::size_t index, worker_scratch&, piece&)>;
+  using decode_fn = std::function<void(std::size_t index, chunk_scratch&, piece&)>;
 
   chunk_pool(std::size_t workers, std::size_t count, decode_fn decode)
     : count_(count), window_(2 * workers), decode_(std::move(decode)), slots_(window_)
@@ -102,7 +136,7 @@ class chunk_pool {
 
   void work()
   {
-    worker_scratch scratch;
+    chunk_scratch scratch;
     std::unique_lock<std::mutex> lock(mutex_);
     for (;;) {
       wake_.wait(lock, [&] { return stopping_ || (next_ < count_ && next_ < taken_ + window_); });
@@ -157,6 +191,72 @@ class chunk_pool {
 
 }  // namespace
 
+laz_chunk_map locate_laz_chunks(laz_file_layout const& layout, laz_vlr_info const& vlr, file_reader const& read)
+{
+  laz_chunk_map map;
+  if (vlr.compressor == compressor_pointwise) {
+    // One chunk holding every point, no chunk table offset in front of it.
+    map.chunks_start = layout.point_data_start;
+    return map;
+  }
+  map.chunks_start = layout.point_data_start + 8;
+  if (layout.point_count == 0) return map;
+  if (layout.point_data_limit < map.chunks_start) {
+    fail_at(layout, layout.point_data_start, "the point data ends before the 8-byte chunk table offset");
+  }
+  try {
+    map.chunks = read_chunk_table(layout, vlr, read, map.chunks_start);
+  } catch (decode_error const& e) {
+    map.table_problem = e.what();
+    map.chunks.clear();
+  }
+  if (map.chunks.empty()) {
+    if (vlr.variable_chunks()) {
+      fail_at(layout, layout.point_data_start,
+              "the chunk table cannot be used (" + map.table_problem +
+                "); variable-size chunks cannot be found without it");
+    }
+    return map;
+  }
+  for (std::size_t i = 0; i < map.chunks.size(); ++i) {
+    if (map.chunks[i].points * layout.record_length > max_chunk_bytes) {
+      fail_at(layout, map.chunks[i].offset,
+              "chunk " + std::to_string(i) + " holds " + std::to_string(map.chunks[i].points) +
+                " points, more than heightgrid decodes at once");
+    }
+  }
+  return map;
+}
+
+void decode_laz_chunk(laz_file_layout const& layout, laz_vlr_info const& vlr, file_reader const& read,
+                      std::size_t index, chunk_entry const& c, chunk_scratch& scratch, std::uint8_t* records)
+{
+  std::string const label =
+    layout.path + ": chunk " + std::to_string(index) + " (" + byte_range(c.offset, c.offset + c.bytes) + "): ";
+  try {
+    scratch.compressed.resize(static_cast<std::size_t>(c.bytes));
+    read(c.offset, scratch.compressed.size(), scratch.compressed.data());
+    auto const points = static_cast<std::size_t>(c.points);
+    if (vlr.compressor == compressor_layered_chunked) {
+      std::size_t consumed = 0;
+      std::size_t const got = decode_layered_chunk(vlr, scratch.compressed.data(), scratch.compressed.size(), points,
+                                                   points, records, field_selection::heightgrid(), &consumed);
+      if (got != points) {
+        throw decode_error("decoded " + std::to_string(got) + " points, the chunk table says " +
+                           std::to_string(points));
+      }
+    } else {
+      if (!scratch.pointwise) scratch.pointwise.emplace(vlr);
+      scratch.pointwise->start(scratch.compressed.data(), scratch.compressed.size());
+      scratch.pointwise->decode(points, records);
+    }
+  } catch (decode_error const& e) {
+    throw error(error_kind::input, label + e.what());
+  } catch (std::bad_alloc const&) {
+    throw error(error_kind::resource, label + "not enough memory to decode it");
+  }
+}
+
 struct laz_record_stream::impl {
   laz_file_layout layout;
   laz_vlr_info vlr;
@@ -187,123 +287,30 @@ struct laz_record_stream::impl {
 
   bool layered() const { return vlr.compressor == compressor_layered_chunked; }
 
-  [[noreturn]] void fail_at(std::uint64_t byte, std::string const& what) const
-  {
-    throw error(error_kind::input, layout.path + ": byte " + std::to_string(byte) + ": " + what);
-  }
-
-  std::string chunk_label(std::size_t index, std::uint64_t begin, std::uint64_t end) const
-  {
-    return layout.path + ": chunk " + std::to_string(index) + " (" + byte_range(begin, end) + "): ";
-  }
-
-  /// Finds the chunk table and decodes it; throws decode_error saying why it cannot be used.
-  std::vector<chunk_entry> read_chunk_table()
-  {
-    std::uint64_t const offset_at = layout.point_data_start;
-    std::int64_t stored = 0;
-    read(offset_at, sizeof stored, reinterpret_cast<std::uint8_t*>(&stored));
-    std::uint64_t const size = layout.file_size;
-    if (stored == -1) {
-      // The writer could not seek back: the offset is in the last 8 bytes of the file.
-      if (size < chunks_start + 8) {
-        throw decode_error("the chunk table offset is -1 (stored at the end of the file), but the file ends at byte " + std::to_string(size));
-      }
-      read(size - 8, sizeof stored, reinterpret_cast<std::uint8_t*>(&stored));
-    }
-    if (stored == static_cast<std::int64_t>(offset_at)) {
-      throw decode_error("the chunk table offset points at itself: the writer did not finish the file");
-    }
-    if (stored < static_cast<std::int64_t>(chunks_start) || static_cast<std::uint64_t>(stored) > size - 8 ||
-        size < 8) {
-      throw decode_error("the chunk table offset " + std::to_string(stored) +
-                         " is outside the point data (bytes " + std::to_string(chunks_start) + "-" +
-                         std::to_string(size) + ")");
-    }
-    auto const table_at = static_cast<std::uint64_t>(stored);
-    std::uint8_t head[8];
-    read(table_at, sizeof head, head);
-    std::uint32_t count;
-    std::memcpy(&count, head + 4, sizeof count);
-    // Two compressed 32-bit integers per entry take well under 16 bytes.
-    std::uint64_t const wanted = 8 + 16 * std::uint64_t{count} + 64;
-    std::vector<std::uint8_t> table(static_cast<std::size_t>(std::min(wanted, size - table_at)));
-    read(table_at, table.size(), table.data());
-    return parse_chunk_table(vlr, table.data(), table.size(), chunks_start, table_at, layout.point_count);
-  }
-
   void setup(std::size_t threads)
   {
+    laz_chunk_map map = locate_laz_chunks(layout, vlr, read);
+    chunks_start = map.chunks_start;
+    chunks = std::move(map.chunks);
+    table_problem = std::move(map.table_problem);
     if (layout.point_count == 0) return;
-    if (vlr.compressor == compressor_pointwise) {
-      // One chunk holding every point, no chunk table offset in front of it.
-      chunks_start = layout.point_data_start;
-      sequential = true;
-      return;
-    }
-    chunks_start = layout.point_data_start + 8;
-    if (layout.point_data_limit < chunks_start) {
-      fail_at(layout.point_data_start, "the point data ends before the 8-byte chunk table offset");
-    }
-    try {
-      chunks = read_chunk_table();
-    } catch (decode_error const& e) {
-      table_problem = e.what();
-      chunks.clear();
-    }
     if (chunks.empty()) {
-      if (vlr.variable_chunks()) {
-        fail_at(layout.point_data_start,
-                "the chunk table cannot be used (" + table_problem +
-                  "); variable-size chunks cannot be found without it");
-      }
       sequential = true;
       return;
-    }
-    for (std::size_t i = 0; i < chunks.size(); ++i) {
-      if (chunks[i].points * layout.record_length > max_chunk_bytes) {
-        fail_at(chunks[i].offset, "chunk " + std::to_string(i) + " holds " +
-                                    std::to_string(chunks[i].points) +
-                                    " points, more than heightgrid decodes at once");
-      }
     }
     std::size_t workers = threads != 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
     workers = std::min(workers, chunks.size());
     pool = std::make_unique<chunk_pool>(
-      workers, chunks.size(),
-      [this](std::size_t index, worker_scratch& scratch, piece& out) { decode_table_chunk(index, scratch, out); });
-  }
-
-  /// Worker side: one chunk of the table, whole.
-  void decode_table_chunk(std::size_t index, worker_scratch& scratch, piece& out) const
-  {
-    chunk_entry const& c = chunks[index];
-    std::string const label = chunk_label(index, c.offset, c.offset + c.bytes);
-    try {
-      scratch.compressed.resize(static_cast<std::size_t>(c.bytes));
-      read(c.offset, scratch.compressed.size(), scratch.compressed.data());
-      auto const points = static_cast<std::size_t>(c.points);
-      out.records.resize(points * layout.record_length);
-      out.points = points;
-      if (layered()) {
-        std::size_t consumed = 0;
-        std::size_t const got =
-          decode_layered_chunk(vlr, scratch.compressed.data(), scratch.compressed.size(), points, points,
-                               out.records.data(), field_selection::heightgrid(), &consumed);
-        if (got != points) {
-          throw decode_error("decoded " + std::to_string(got) + " points, the chunk table says " +
-                             std::to_string(points));
+      workers, chunks.size(), [this](std::size_t index, chunk_scratch& scratch, piece& out) {
+        out.points = static_cast<std::size_t>(chunks[index].points);
+        try {
+          out.records.resize(out.points * layout.record_length);
+        } catch (std::bad_alloc const&) {
+          throw error(error_kind::resource, layout.path + ": chunk " + std::to_string(index) +
+                                              ": not enough memory to decode it");
         }
-      } else {
-        if (!scratch.pointwise) scratch.pointwise.emplace(vlr);
-        scratch.pointwise->start(scratch.compressed.data(), scratch.compressed.size());
-        scratch.pointwise->decode(points, out.records.data());
-      }
-    } catch (decode_error const& e) {
-      throw error(error_kind::input, label + e.what());
-    } catch (std::bad_alloc const&) {
-      throw error(error_kind::resource, label + "not enough memory to decode it");
-    }
+        decode_laz_chunk(layout, vlr, read, index, chunks[index], scratch, out.records.data());
+      });
   }
 
   void load_compressed()

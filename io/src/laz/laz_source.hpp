@@ -5,13 +5,16 @@
 // of worker threads and hands out runs of decoded records. las_reader.cpp turns the records
 // into point_chunk columns exactly as it does for uncompressed LAS.
 
+#include "laz_pointwise.hpp"
 #include "laz_vlr.hpp"
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace heightgrid::io::laz {
 
@@ -30,6 +33,35 @@ struct laz_file_layout {
 /// Copies bytes [offset, offset + count) of the file into `out`; called from several threads
 /// at once; throws heightgrid::error on read failures.
 using file_reader = std::function<void(std::uint64_t offset, std::size_t count, std::uint8_t* out)>;
+
+/// Where the chunks of a LAZ file are.
+struct laz_chunk_map {
+  std::uint64_t chunks_start{0};    ///< first byte of the first chunk
+  std::vector<chunk_entry> chunks;  ///< from a usable chunk table; empty: decode them sequentially
+  std::string table_problem;        ///< why a chunk table was not used; empty if it was or none exists
+};
+
+/// Finds the chunks of a file with points: through its chunk table when that is usable, else
+/// nothing (compressor 1, which has one chunk and no table, or a missing or damaged table, whose
+/// problem is kept for messages). Throws heightgrid::error(error_kind::input) naming the file and
+/// byte when the point data cannot hold the table offset, when variable-size chunks have no usable
+/// table, and for a table chunk too large to decode at once.
+laz_chunk_map locate_laz_chunks(laz_file_layout const& layout, laz_vlr_info const& vlr,
+                                file_reader const& read);
+
+/// One decoding thread's state, reused from chunk to chunk: the compressed bytes and the item
+/// decoders (their models are allocated once and reset per chunk).
+struct chunk_scratch {
+  std::vector<std::uint8_t> compressed;
+  std::optional<pointwise_decoder> pointwise;
+};
+
+/// Decodes chunk `index` of the chunk table, `c`, whole into `records` (c.points *
+/// layout.record_length bytes). Safe to call from several threads at once, each with its own
+/// scratch. Throws heightgrid::error: error_kind::input "<path>: chunk <i> (bytes <a>-<b>):
+/// <what>" for a corrupt chunk, error_kind::resource when memory runs out.
+void decode_laz_chunk(laz_file_layout const& layout, laz_vlr_info const& vlr, file_reader const& read,
+                      std::size_t index, chunk_entry const& c, chunk_scratch& scratch, std::uint8_t* records);
 
 /// Decodes a LAZ file's records chunk by chunk.
 ///
