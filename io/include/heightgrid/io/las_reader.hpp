@@ -137,4 +137,21 @@ class las_byte_reader {
 [[nodiscard]] std::unique_ptr<point_source> open_las_source(std::string const& path,
                                                             las_read_options const& options = {});
 
+/// A part_source over a LAS or LAZ file, parts read concurrently where the file allows.
+///
+/// Points travel as the file's int32 X, Y, Z (coord_encoding::scaled_int32, transform = the
+/// header's scale and offset), filtered while they are decoded, in file order within a part:
+///  - uncompressed LAS: concurrent; part k is records [k * part_points, (k + 1) * part_points),
+///    read with one positioned read; max_part_points() = part_points;
+///  - LAZ with a usable chunk table: concurrent; a part is a run of whole consecutive chunks
+///    holding at most part_points points, or one chunk alone when it holds more (then
+///    max_part_points() is the largest chunk's size); each part decodes its own chunks;
+///  - LAZ without one (compressor 1, a missing or damaged table): sequential parts of
+///    part_points points, decoded on the reading thread, starting over at part 0.
+/// The header is validated at open (a zero scale, more points than the file holds: errors naming
+/// the file and byte); a file that shrinks later gives "<path>: record <i>: ..." from read_part,
+/// a corrupt LAZ chunk "<path>: chunk <i> (bytes <a>-<b>): <what>". info() is open_las_source's.
+[[nodiscard]] std::unique_ptr<part_source> open_las_parts(std::string const& path,
+                                                         std::size_t part_points = default_part_points);
+
 }  // namespace heightgrid::io

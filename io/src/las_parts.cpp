@@ -1,0 +1,437 @@
+// open_las_parts: LAS and LAZ files as part_sources. Parts are record ranges (LAS) or runs of
+// whole chunks (LAZ with a chunk table), each read and decoded by the thread that asks for it,
+// straight into the caller's batch as the stored integers, filtered on the way.
+
+#include "heightgrid/io/las_reader.hpp"
+
+#include "heightgrid/core/error.hpp"
+#include "las_internal.hpp"
+#include "las_layout.hpp"
+#include "laz/laz_source.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace heightgrid::io {
+namespace {
+
+namespace layout = las_layout;
+using detail::las_file;
+
+/// Bounds of the kept points' stored integers, per axis. scaled_coords::apply is monotonic in
+/// the integer (non-decreasing for a positive scale, non-increasing for a negative one), so these
+/// give the coordinates' bounds exactly.
+struct int_extent {
+  std::int32_t lo[3]{std::numeric_limits<std::int32_t>::max(), std::numeric_limits<std::int32_t>::max(),
+                     std::numeric_limits<std::int32_t>::max()};
+  std::int32_t hi[3]{std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::min(),
+                     std::numeric_limits<std::int32_t>::min()};
+};
+
+/// Decodes `n` records at `raw` (`stride` bytes apart) and appends the ones `rules` keeps to
+/// `out` from out.size on. Extended selects the record layout of formats 6-10. Coordinates are
+/// computed only where a verdict depends on them: z when a rule looks at it, and all three when
+/// the transform can produce a non-finite coordinate (ExactXyz), else judge gets finite dummies.
+template <bool Extended, bool ExactXyz>
+void decode_filtered(std::uint8_t const* raw, std::size_t stride, std::size_t n, filter_rules const& rules,
+                     scaled_coords const& t, point_batch& out, filter_stats& stats, int_extent& ext)
+{
+  std::int32_t* const xs = out.xi();
+  std::int32_t* const ys = out.yi();
+  std::int32_t* const zs = out.zi();
+  bool const need_z = ExactXyz || rules.checks_z();
+  std::size_t k = out.size;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint8_t const* p = raw + i * stride;
+    auto const xi = layout::load<std::int32_t>(p + layout::point_at::x);
+    auto const yi = layout::load<std::int32_t>(p + layout::point_at::y);
+    auto const zi = layout::load<std::int32_t>(p + layout::point_at::z);
+    detail::record_attributes const a = detail::load_attributes<Extended>(p);
+    double x = 0.0;
+    double y = 0.0;
+    if constexpr (ExactXyz) {
+      x = scaled_coords::apply(xi, t.scale[0], t.offset[0]);
+      y = scaled_coords::apply(yi, t.scale[1], t.offset[1]);
+    }
+    double const z = need_z ? scaled_coords::apply(zi, t.scale[2], t.offset[2]) : 0.0;
+    filter_verdict const v =
+      rules.judge(x, y, z, true, a.classification, true, a.flags, true, a.return_number, a.number_of_returns);
+    // Written whatever the verdict (k <= i < capacity): a rejected point is overwritten next.
+    xs[k] = xi;
+    ys[k] = yi;
+    zs[k] = zi;
+    if (v == filter_verdict::keep) {
+      ext.lo[0] = std::min(ext.lo[0], xi);
+      ext.hi[0] = std::max(ext.hi[0], xi);
+      ext.lo[1] = std::min(ext.lo[1], yi);
+      ext.hi[1] = std::max(ext.hi[1], yi);
+      ext.lo[2] = std::min(ext.lo[2], zi);
+      ext.hi[2] = std::max(ext.hi[2], zi);
+      ++k;
+    } else {
+      filter_rules::count(v, stats);
+    }
+  }
+  out.size = k;
+}
+
+using decode_fn = void (*)(std::uint8_t const*, std::size_t, std::size_t, filter_rules const&, scaled_coords const&,
+                           point_batch&, filter_stats&, int_extent&);
+
+/// Whether every int32 maps to a finite coordinate on every axis (the transform is monotonic,
+/// so the two ends of the int32 range decide). Only absurd scales or offsets fail this.
+bool transform_always_finite(scaled_coords const& t)
+{
+  for (int a = 0; a < 3; ++a) {
+    if (!std::isfinite(scaled_coords::apply(std::numeric_limits<std::int32_t>::min(), t.scale[a], t.offset[a])) ||
+        !std::isfinite(scaled_coords::apply(std::numeric_limits<std::int32_t>::max(), t.scale[a], t.offset[a]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+decode_fn pick_decoder(int point_format, bool always_finite)
+{
+  if (layout::is_extended_format(point_format)) {
+    return always_finite ? &decode_filtered<true, false> : &decode_filtered<true, true>;
+  }
+  return always_finite ? &decode_filtered<false, false> : &decode_filtered<false, true>;
+}
+
+/// Scratch bytes of the calling thread, reused from part to part (and from source to source):
+/// parts are read by many threads at once, and each needs its own buffer.
+std::vector<std::uint8_t>& thread_bytes(int which)
+{
+  thread_local std::vector<std::uint8_t> buffers[2];
+  return buffers[which];
+}
+constexpr int raw_records = 0;  // LAS records as read, LAZ records as decoded
+constexpr int compressed_bytes = 1;
+
+/// What every LAS/LAZ part_source shares: the header, the file handle (closed by release(),
+/// reopened by the next read), and turning a part's decoded records into a filtered batch.
+class las_parts_base : public part_source {
+ public:
+  las_parts_base(detail::opened_las opened, std::size_t part_points)
+    : header_(std::move(opened.header)),
+      info_(detail::source_info_of(header_)),
+      part_points_(part_points),
+      file_(std::make_shared<las_file const>(std::move(opened.file)))
+  {
+    for (int a = 0; a < 3; ++a) {
+      transform_.scale[a] = header_.scale[static_cast<std::size_t>(a)];
+      transform_.offset[a] = header_.offset[static_cast<std::size_t>(a)];
+    }
+    decode_ = pick_decoder(header_.point_format, transform_always_finite(transform_));
+  }
+
+  [[nodiscard]] source_info const& info() const override { return info_; }
+
+  [[nodiscard]] std::optional<bounds> declared_bounds() const override
+  {
+    bounds b;
+    b.xmin = header_.header_min[0];
+    b.xmax = header_.header_max[0];
+    b.ymin = header_.header_min[1];
+    b.ymax = header_.header_max[1];
+    bool const finite = std::isfinite(b.xmin) && std::isfinite(b.xmax) && std::isfinite(b.ymin) && std::isfinite(b.ymax);
+    if (!finite || b.empty()) { return std::nullopt; }
+    return b;
+  }
+
+  void release() override
+  {
+    std::lock_guard<std::mutex> lock(file_mutex_);
+    file_.reset();
+  }
+
+ protected:
+  /// The open file, reopened when release() closed it. Readers hold their own reference, so a
+  /// release() during a read closes the descriptor only once that read is done.
+  [[nodiscard]] std::shared_ptr<las_file const> file() const
+  {
+    std::lock_guard<std::mutex> lock(file_mutex_);
+    if (!file_) { file_ = std::make_shared<las_file const>(header_.path); }
+    return file_;
+  }
+
+  /// Starts filling `out` for a part of `points` records.
+  void begin_part(std::uint64_t k, std::size_t points, point_batch& out) const
+  {
+    expects(out.capacity >= points && out.data != nullptr, error_kind::usage,
+            info_.path + ": part " + std::to_string(k) + " needs a batch of " + std::to_string(points) +
+              " points, the batch holds " + std::to_string(out.capacity));
+    out.size = 0;
+    out.encoding = coord_encoding::scaled_int32;
+    out.transform = transform_;
+  }
+
+  /// The part_result of a part whose kept points have integer bounds `ext`.
+  [[nodiscard]] part_result finish_part(filter_stats const& stats, int_extent const& ext, std::size_t kept) const
+  {
+    part_result r;
+    r.filtered = stats;
+    if (kept == 0) { return r; }
+    double lo[3];
+    double hi[3];
+    for (int a = 0; a < 3; ++a) {
+      double const at_lo = scaled_coords::apply(ext.lo[a], transform_.scale[a], transform_.offset[a]);
+      double const at_hi = scaled_coords::apply(ext.hi[a], transform_.scale[a], transform_.offset[a]);
+      lo[a] = transform_.scale[a] > 0 ? at_lo : at_hi;
+      hi[a] = transform_.scale[a] > 0 ? at_hi : at_lo;
+    }
+    r.extent.extend(lo[0], lo[1]);
+    r.extent.extend(hi[0], hi[1]);
+    // + 0.0: -0.0 becomes +0.0, as apply_filter does to every z.
+    r.z_min = lo[2] + 0.0;
+    r.z_max = hi[2] + 0.0;
+    return r;
+  }
+
+  las_header_info header_;
+  source_info info_;
+  std::size_t part_points_;
+  scaled_coords transform_;
+  decode_fn decode_{nullptr};
+
+ private:
+  mutable std::mutex file_mutex_;
+  mutable std::shared_ptr<las_file const> file_;
+};
+
+/// Uncompressed LAS: part k is records [k * P, min((k + 1) * P, n)).
+class las_record_parts final : public las_parts_base {
+ public:
+  las_record_parts(detail::opened_las opened, std::size_t part_points)
+    : las_parts_base(std::move(opened), part_points)
+  {
+  }
+
+  [[nodiscard]] std::optional<std::uint64_t> part_count() const override { return count(); }
+  [[nodiscard]] bool concurrent_parts() const override { return true; }
+  [[nodiscard]] std::size_t max_part_points() const override { return part_points_; }
+
+  part_result read_part(std::uint64_t k, filter_rules const& filter, point_batch& out) override
+  {
+    expects(k < count(), error_kind::usage,
+            info_.path + ": part " + std::to_string(k) + " asked for, the file has " + std::to_string(count()));
+    std::uint64_t const first = k * part_points_;
+    auto const n = static_cast<std::size_t>(std::min<std::uint64_t>(part_points_, header_.point_count - first));
+    begin_part(k, n, out);
+    std::size_t const stride = header_.record_length;
+    std::vector<std::uint8_t>& raw = thread_bytes(raw_records);
+    if (raw.size() < n * stride) { raw.resize(n * stride); }
+    std::uint64_t const at = header_.offset_to_point_data + first * stride;
+    std::size_t const got = file()->read_upto(at, n * stride, raw.data());
+    if (got < n * stride) {
+      throw error(error_kind::input, info_.path + ": record " + std::to_string(first + got / stride) +
+                                       ": the file ends at byte " + std::to_string(at + got) + ", before the " +
+                                       std::to_string(header_.point_count) +
+                                       " records its header declares (was it truncated after opening?)");
+    }
+    filter_stats stats;
+    stats.points_in = n;
+    int_extent ext;
+    decode_(raw.data(), stride, n, filter, transform_, out, stats, ext);
+    return finish_part(stats, ext, out.size);
+  }
+
+ private:
+  [[nodiscard]] std::uint64_t count() const { return (header_.point_count + part_points_ - 1) / part_points_; }
+};
+
+/// Consecutive chunks [first_chunk, end_chunk) read as one part.
+struct chunk_run {
+  std::size_t first_chunk;
+  std::size_t end_chunk;
+  std::size_t points;
+};
+
+/// Groups chunks into runs of at most `part_points` points; a larger chunk is a run by itself.
+std::vector<chunk_run> group_chunks(std::vector<laz::chunk_entry> const& chunks, std::size_t part_points)
+{
+  std::vector<chunk_run> runs;
+  for (std::size_t i = 0; i < chunks.size(); ++i) {
+    auto const points = static_cast<std::size_t>(chunks[i].points);
+    // Empty chunks (the table allows them) join the current run, whatever its size.
+    if (!runs.empty() && (runs.back().points + points <= part_points || points == 0)) {
+      runs.back().end_chunk = i + 1;
+      runs.back().points += points;
+    } else {
+      runs.push_back({i, i + 1, points});
+    }
+  }
+  return runs;
+}
+
+/// LAZ with a usable chunk table: part k is run k of whole chunks, decoded by the reading thread.
+class laz_chunk_parts final : public las_parts_base {
+ public:
+  laz_chunk_parts(detail::opened_las opened, std::size_t part_points, laz::laz_file_layout where,
+                  laz::laz_vlr_info vlr, std::vector<laz::chunk_entry> chunks)
+    : las_parts_base(std::move(opened), part_points),
+      where_(std::move(where)),
+      vlr_(std::move(vlr)),
+      chunks_(std::move(chunks)),
+      runs_(group_chunks(chunks_, part_points))
+  {
+    max_points_ = part_points_;
+    for (auto const& r : runs_) { max_points_ = std::max(max_points_, r.points); }
+    for (auto const& c : chunks_) { largest_chunk_ = std::max(largest_chunk_, static_cast<std::size_t>(c.points)); }
+  }
+
+  [[nodiscard]] std::optional<std::uint64_t> part_count() const override { return runs_.size(); }
+  [[nodiscard]] bool concurrent_parts() const override { return true; }
+  [[nodiscard]] std::size_t max_part_points() const override { return max_points_; }
+
+  part_result read_part(std::uint64_t k, filter_rules const& filter, point_batch& out) override
+  {
+    expects(k < runs_.size(), error_kind::usage,
+            info_.path + ": part " + std::to_string(k) + " asked for, the file has " + std::to_string(runs_.size()));
+    chunk_run const& run = runs_[static_cast<std::size_t>(k)];
+    begin_part(k, run.points, out);
+    std::shared_ptr<las_file const> const f = file();
+    laz::file_reader const read = [&f](std::uint64_t offset, std::size_t count, std::uint8_t* bytes) {
+      f->read_exact(offset, count, bytes);
+    };
+    // The thread's buffers lent to this call (and lost, not shared, if it throws); the item
+    // decoders are built per part, as they depend on the file.
+    laz::chunk_scratch scratch;
+    scratch.compressed = std::move(thread_bytes(compressed_bytes));
+    std::vector<std::uint8_t> records = std::move(thread_bytes(raw_records));
+    std::size_t const stride = header_.record_length;
+    if (records.size() < largest_chunk_ * stride) { records.resize(largest_chunk_ * stride); }
+    filter_stats stats;
+    stats.points_in = run.points;
+    int_extent ext;
+    for (std::size_t c = run.first_chunk; c < run.end_chunk; ++c) {
+      laz::decode_laz_chunk(where_, vlr_, read, c, chunks_[c], scratch, records.data());
+      decode_(records.data(), stride, static_cast<std::size_t>(chunks_[c].points), filter, transform_, out, stats,
+              ext);
+    }
+    thread_bytes(compressed_bytes) = std::move(scratch.compressed);
+    thread_bytes(raw_records) = std::move(records);
+    return finish_part(stats, ext, out.size);
+  }
+
+ private:
+  laz::laz_file_layout where_;
+  laz::laz_vlr_info vlr_;
+  std::vector<laz::chunk_entry> chunks_;
+  std::vector<chunk_run> runs_;
+  std::size_t max_points_{0};
+  std::size_t largest_chunk_{0};
+};
+
+/// LAZ without a usable chunk table: the chunks can only be found one after the other, so parts
+/// are read in order through one laz_record_stream decoding on the calling thread.
+class laz_sequential_parts final : public las_parts_base {
+ public:
+  laz_sequential_parts(detail::opened_las opened, std::size_t part_points, laz::laz_vlr_info vlr)
+    : las_parts_base(std::move(opened), part_points), vlr_(std::move(vlr))
+  {
+  }
+
+  [[nodiscard]] std::optional<std::uint64_t> part_count() const override { return count(); }
+  [[nodiscard]] bool concurrent_parts() const override { return false; }
+  [[nodiscard]] std::size_t max_part_points() const override { return part_points_; }
+
+  part_result read_part(std::uint64_t k, filter_rules const& filter, point_batch& out) override
+  {
+    expects(k < count(), error_kind::usage,
+            info_.path + ": part " + std::to_string(k) + " asked for, the file has " + std::to_string(count()));
+    if (k == 0) {
+      restart();
+    } else {
+      expects(stream_ != nullptr && k == next_part_, error_kind::usage,
+              info_.path + ": parts of a LAZ file without a chunk table are read in order; part " +
+                std::to_string(k) + " asked for, the next one is " + std::to_string(stream_ ? next_part_ : 0));
+    }
+    std::uint64_t const first = k * part_points_;
+    auto const n = static_cast<std::size_t>(std::min<std::uint64_t>(part_points_, header_.point_count - first));
+    begin_part(k, n, out);
+    filter_stats stats;
+    stats.points_in = n;
+    int_extent ext;
+    try {
+      for (std::size_t done = 0; done < n;) {
+        auto const run = stream_->next(n - done);
+        if (run.points == 0) {
+          throw error(error_kind::internal, info_.path + ": the LAZ decoder ran out of points at point " +
+                                              std::to_string(first + done) + " of " +
+                                              std::to_string(header_.point_count));
+        }
+        decode_(run.records, header_.record_length, run.points, filter, transform_, out, stats, ext);
+        done += run.points;
+      }
+    } catch (...) {
+      stream_.reset();  // a later read starts over at part 0
+      throw;
+    }
+    next_part_ = k + 1;
+    part_result r = finish_part(stats, ext, out.size);
+    r.last = next_part_ == count();
+    return r;
+  }
+
+  void release() override
+  {
+    stream_.reset();  // first: its reader holds the file
+    las_parts_base::release();
+  }
+
+ private:
+  [[nodiscard]] std::uint64_t count() const { return (header_.point_count + part_points_ - 1) / part_points_; }
+
+  void restart()
+  {
+    stream_.reset();
+    std::shared_ptr<las_file const> f = file();
+    stream_ = std::make_unique<laz::laz_record_stream>(
+      detail::laz_layout_of(header_), vlr_,
+      [f](std::uint64_t offset, std::size_t count, std::uint8_t* bytes) { f->read_exact(offset, count, bytes); },
+      1);
+    next_part_ = 0;
+  }
+
+  laz::laz_vlr_info vlr_;
+  std::unique_ptr<laz::laz_record_stream> stream_;
+  std::uint64_t next_part_{0};
+};
+
+}  // namespace
+
+std::unique_ptr<part_source> open_las_parts(std::string const& path, std::size_t part_points)
+{
+  expects(part_points > 0, error_kind::usage, path + ": part_points must be > 0");
+  detail::opened_las opened = detail::open_las_file(path);
+  if (!opened.laz_vlr) { return std::make_unique<las_record_parts>(std::move(opened), part_points); }
+  laz::laz_vlr_info vlr = std::move(*opened.laz_vlr);
+  laz::laz_file_layout where = detail::laz_layout_of(opened.header);
+  if (where.point_count == 0) {
+    // No points, no chunks: zero parts, concurrent like any file with a table.
+    return std::make_unique<laz_chunk_parts>(std::move(opened), part_points, std::move(where), std::move(vlr),
+                                             std::vector<laz::chunk_entry>{});
+  }
+  las_file const& file = opened.file;
+  laz::laz_chunk_map map = laz::locate_laz_chunks(
+    where, vlr, [&file](std::uint64_t offset, std::size_t count, std::uint8_t* bytes) {
+      file.read_exact(offset, count, bytes);
+    });
+  if (map.chunks.empty()) {
+    return std::make_unique<laz_sequential_parts>(std::move(opened), part_points, std::move(vlr));
+  }
+  return std::make_unique<laz_chunk_parts>(std::move(opened), part_points, std::move(where), std::move(vlr),
+                                           std::move(map.chunks));
+}
+
+}  // namespace heightgrid::io
