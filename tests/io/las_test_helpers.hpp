@@ -8,7 +8,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <array>
 #include <cctype>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -111,6 +114,73 @@ inline std::string expect_input_error(std::function<void()> const& f, std::strin
   }
   ADD_FAILURE() << "no error for " << path;
   return {};
+}
+
+/// One record's fields as stored, for build_las.
+struct raw_point {
+  std::int32_t x, y, z;
+  std::uint8_t return_number, number_of_returns, classification;
+  std::uint8_t flags;  ///< synthetic, key-point, withheld, overlap in bits 0-3
+  std::uint8_t channel;
+  bool scan_direction, edge;
+};
+
+inline constexpr std::array<std::uint16_t, 11> base_size{20, 28, 26, 34, 57, 63, 30, 36, 38, 59, 67};
+
+/// The header of a file build_las assembles.
+struct las_spec {
+  int minor = 2;
+  int format = 0;
+  std::uint16_t extra = 0;
+  std::array<double, 3> scale{0.01, 0.001, 0.25};
+  std::array<double, 3> offset{1000.0, -2000.5, 7.0};
+  bool legacy_count = true;  ///< 1.4: also fill the 32-bit count
+  bool count64 = true;       ///< 1.4: fill the 64-bit count
+};
+
+/// A LAS file of `points`, assembled byte by byte from the ASPRS tables (offsets written out as
+/// numbers, independent of the reader's layout constants).
+inline std::vector<std::uint8_t> build_las(las_spec const& s, std::vector<raw_point> const& points)
+{
+  std::size_t const header = s.minor <= 2 ? 227 : (s.minor == 3 ? 235 : 375);
+  std::size_t const record = base_size[static_cast<std::size_t>(s.format)] + s.extra;
+  std::vector<std::uint8_t> b(header + record * points.size(), 0);
+  std::memcpy(b.data(), "LASF", 4);
+  b[24] = 1;
+  b[25] = static_cast<std::uint8_t>(s.minor);
+  put(b, 94, static_cast<std::uint16_t>(header));
+  put(b, 96, static_cast<std::uint32_t>(header));
+  b[104] = static_cast<std::uint8_t>(s.format);
+  put(b, 105, static_cast<std::uint16_t>(record));
+  if (s.minor < 4 || s.legacy_count) { put(b, 107, static_cast<std::uint32_t>(points.size())); }
+  for (int a = 0; a < 3; ++a) {
+    put(b, 131 + 8 * a, s.scale[a]);
+    put(b, 155 + 8 * a, s.offset[a]);
+    // Header bounds that are deliberately wrong: the reader must not use them.
+    put(b, 179 + 16 * a, -1.0);
+    put(b, 187 + 16 * a, 1.0);
+  }
+  if (s.minor >= 4 && s.count64) { put(b, 247, static_cast<std::uint64_t>(points.size())); }
+  bool const extended = s.format >= 6;
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    std::size_t const r = header + i * record;
+    // Everything the reader ignores (GPS time, colour, waveform, extra bytes) is noise.
+    std::fill(b.begin() + static_cast<std::ptrdiff_t>(r), b.begin() + static_cast<std::ptrdiff_t>(r + record), 0xA5);
+    raw_point const& p = points[i];
+    put(b, r + 0, p.x);
+    put(b, r + 4, p.y);
+    put(b, r + 8, p.z);
+    if (extended) {
+      b[r + 14] = static_cast<std::uint8_t>(p.return_number | (p.number_of_returns << 4));
+      b[r + 15] = static_cast<std::uint8_t>(p.flags | (p.channel << 4) | (p.scan_direction << 6) | (p.edge << 7));
+      b[r + 16] = p.classification;
+    } else {
+      b[r + 14] = static_cast<std::uint8_t>(p.return_number | (p.number_of_returns << 3) | (p.scan_direction << 6) |
+                                            (p.edge << 7));
+      b[r + 15] = static_cast<std::uint8_t>(p.classification | ((p.flags & 7) << 5));
+    }
+  }
+  return b;
 }
 
 }  // namespace heightgrid::test
