@@ -49,6 +49,9 @@ void decode_filtered(std::uint8_t const* raw, std::size_t stride, std::size_t n,
   std::int32_t* const zs = out.zi();
   bool const need_z = ExactXyz || rules.checks_z();
   std::size_t k = out.size;
+  // Local copies: the stores into the int32 columns could alias `ext` and keep it in memory.
+  std::int32_t x_lo = ext.lo[0], x_hi = ext.hi[0], y_lo = ext.lo[1], y_hi = ext.hi[1];
+  std::int32_t z_lo = ext.lo[2], z_hi = ext.hi[2];
   for (std::size_t i = 0; i < n; ++i) {
     std::uint8_t const* p = raw + i * stride;
     auto const xi = layout::load<std::int32_t>(p + layout::point_at::x);
@@ -69,17 +72,23 @@ void decode_filtered(std::uint8_t const* raw, std::size_t stride, std::size_t n,
     ys[k] = yi;
     zs[k] = zi;
     if (v == filter_verdict::keep) {
-      ext.lo[0] = std::min(ext.lo[0], xi);
-      ext.hi[0] = std::max(ext.hi[0], xi);
-      ext.lo[1] = std::min(ext.lo[1], yi);
-      ext.hi[1] = std::max(ext.hi[1], yi);
-      ext.lo[2] = std::min(ext.lo[2], zi);
-      ext.hi[2] = std::max(ext.hi[2], zi);
+      x_lo = std::min(x_lo, xi);
+      x_hi = std::max(x_hi, xi);
+      y_lo = std::min(y_lo, yi);
+      y_hi = std::max(y_hi, yi);
+      z_lo = std::min(z_lo, zi);
+      z_hi = std::max(z_hi, zi);
       ++k;
     } else {
       filter_rules::count(v, stats);
     }
   }
+  ext.lo[0] = x_lo;
+  ext.hi[0] = x_hi;
+  ext.lo[1] = y_lo;
+  ext.hi[1] = y_hi;
+  ext.lo[2] = z_lo;
+  ext.hi[2] = z_hi;
   out.size = k;
 }
 
