@@ -69,7 +69,7 @@ GDALDataType gdal_type(raster_data_type type) noexcept
   return GDT_Float32;
 }
 
-/// Defaults first, then the user's --co (SetNameValue replaces a key regardless of case).
+/// Defaults first, then the user's --co (a key in any case replaces the default).
 /// PREDICTOR is added last and only for codecs that use one, so that e.g. COMPRESS=NONE or
 /// COMPRESS=JPEG from the user does not meet a predictor they never asked for.
 CPLStringList merged_creation_options(output_format format, raster_data_type type, std::vector<std::string> const& user)
@@ -86,7 +86,11 @@ CPLStringList merged_creation_options(output_format format, raster_data_type typ
   list.SetNameValue("NUM_THREADS", "ALL_CPUS");
   for (auto const& option : user) {
     auto const eq = option.find('=');
-    list.SetNameValue(option.substr(0, eq).c_str(), option.substr(eq + 1).c_str());
+    // GDAL reads keys in any case; upper case keeps the list as the user's GDAL docs spell it.
+    std::string key = option.substr(0, eq);
+    std::transform(key.begin(), key.end(), key.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+    list.SetNameValue(key.c_str(), option.substr(eq + 1).c_str());
   }
   if (list.FetchNameValue("PREDICTOR") == nullptr) {
     std::string_view const codec = list.FetchNameValueDef("COMPRESS", "NONE");
