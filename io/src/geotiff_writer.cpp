@@ -564,6 +564,22 @@ class raster_writer::impl {
                                           static_cast<int>(bands_.size()), nullptr, 0, 0, band_space, nullptr);
     expects(err == CE_None && !errors.failed(), error_kind::output,
             path_ + ": cannot write cells at row " + std::to_string(row0) + ": " + errors.message());
+    // The block row is complete: send its blocks to the compression threads now rather than when
+    // GDAL's cache fills or the file closes. Compression then overlaps the caller's next window,
+    // the cache holds about one block row, and blocks reach the file in the same order whatever
+    // the cache size. Band 1's flush writes the whole pixel-interleaved block; the other bands'
+    // blocks are then clean and only leave the cache.
+    int block_cols = 0;
+    int block_rows = 0;
+    dataset_->GetRasterBand(1)->GetBlockSize(&block_cols, &block_rows);
+    int const y_block = static_cast<int>(row0 / block_rows_);
+    for (int x_block = 0; x_block * block_cols < cols; ++x_block) {
+      for (int b = 1; b <= static_cast<int>(bands_.size()); ++b) {
+        expects(dataset_->GetRasterBand(b)->FlushBlock(x_block, y_block) == CE_None && !errors.failed(),
+                error_kind::output,
+                path_ + ": cannot write cells at row " + std::to_string(row0) + ": " + errors.message());
+      }
+    }
   }
 
   std::string path_;
