@@ -572,7 +572,7 @@ class raster_writer::impl {
     int block_cols = 0;
     int block_rows = 0;
     dataset_->GetRasterBand(1)->GetBlockSize(&block_cols, &block_rows);
-    int const y_block = static_cast<int>(row0 / block_rows_);
+    int const y_block = static_cast<int>(row0) / block_rows;
     for (int x_block = 0; x_block * block_cols < cols; ++x_block) {
       for (int b = 1; b <= static_cast<int>(bands_.size()); ++b) {
         expects(dataset_->GetRasterBand(b)->FlushBlock(x_block, y_block) == CE_None && !errors.failed(),

@@ -75,15 +75,18 @@ write_report write_grid(std::string const& path, grid_spec const& grid, cell_res
 ///   }
 ///   auto const report = out.commit();
 ///
-/// Block alignment. GDAL compresses a TIFF block (a tile, or a strip) when it leaves GDAL's block
-/// cache, on NUM_THREADS worker threads; a block that leaves it half-written is compressed and
+/// Block alignment. GDAL compresses a TIFF block (a tile, or a strip) when it is written out of
+/// its block cache, on NUM_THREADS worker threads; a block written half-filled is compressed and
 /// written, then read back, completed and written again at the end of the file. So the writer only
 /// hands GDAL complete block rows (block_rows() rows, all bands; the last block row may be
-/// shorter): rows of a block row that is not yet complete are held in a buffer of one block row
-/// until its other rows arrive. A caller whose windows start on a multiple of block_rows() (and end
-/// on one, or at the last row) is never held back; windows of any other size cost at most one
-/// buffered block row per block row they leave unfinished. GDAL thus sees the same sequence of
-/// writes, and writes the same file, however an in-order caller slices the rows.
+/// shorter) and flushes each one to the compression threads at once: rows of a block row that is
+/// not yet complete are held in a buffer of one block row until its other rows arrive. A caller
+/// whose windows start on a multiple of block_rows() (and end on one, or at the last row) is never
+/// held back; windows of any other size cost at most one buffered block row per block row they
+/// leave unfinished. Compression of block row k runs while the caller prepares later rows, GDAL's
+/// cache holds about one block row, and GDAL sees the same writes, so writes the same file,
+/// however an in-order caller slices the rows (out of order, the blocks' order in the file follows
+/// the order block rows complete; the values are the same).
 ///
 /// Not thread-safe: one thread calls write_rows() and commit().
 class raster_writer {
