@@ -1,6 +1,7 @@
 #include "heightgrid/io/geotiff_writer.hpp"
 
 #include "heightgrid/core/error.hpp"
+#include "heightgrid/core/temp_registry.hpp"
 #include "heightgrid/io/gdal_env.hpp"
 
 #include "gdal_internal.hpp"
@@ -18,9 +19,13 @@
 #include <cmath>
 #include <cstdint>
 #include <filesystem>
+#include <map>
+#include <optional>
 #include <string_view>
 #include <system_error>
 #include <type_traits>
+#include <utility>
+#include <variant>
 
 namespace heightgrid::io {
 namespace {
@@ -29,9 +34,6 @@ namespace fs = std::filesystem;
 
 /// Largest count that every Float32 holds exactly; above it the file switches to Float64.
 constexpr std::uint32_t max_exact_float32_count = std::uint32_t{1} << 24;
-
-/// Cells per write window (all bands at once): bounded memory whatever the grid width.
-constexpr std::int64_t window_cells = std::int64_t{1} << 20;
 
 enum class output_format { gtiff, cog };
 
@@ -67,10 +69,10 @@ GDALDataType gdal_type(raster_data_type type) noexcept
   return GDT_Float32;
 }
 
-/// Defaults first, then the user's --co (SetNameValue replaces a key regardless of case).
+/// Defaults first, then the user's --co (a key in any case replaces the default).
 /// PREDICTOR is added last and only for codecs that use one, so that e.g. COMPRESS=NONE or
 /// COMPRESS=JPEG from the user does not meet a predictor they never asked for.
-CPLStringList creation_options(output_format format, raster_data_type type, std::vector<std::string> const& user)
+CPLStringList merged_creation_options(output_format format, raster_data_type type, std::vector<std::string> const& user)
 {
   CPLStringList list;
   if (format == output_format::gtiff) { list.SetNameValue("TILED", "YES"); }
@@ -79,9 +81,16 @@ CPLStringList creation_options(output_format format, raster_data_type type, std:
   // Overviews of a COG should hold real cell values: a cubic kernel would invent negative
   // ranges and fractional counts.
   if (format == output_format::cog) { list.SetNameValue("RESAMPLING", "NEAREST"); }
+  // GDAL compresses blocks on this many worker threads as they leave its cache (and builds COG
+  // overviews on them); DEFLATE on one thread is what a large grid's write waits for.
+  list.SetNameValue("NUM_THREADS", "ALL_CPUS");
   for (auto const& option : user) {
     auto const eq = option.find('=');
-    list.SetNameValue(option.substr(0, eq).c_str(), option.substr(eq + 1).c_str());
+    // GDAL reads keys in any case; upper case keeps the list as the user's GDAL docs spell it.
+    std::string key = option.substr(0, eq);
+    std::transform(key.begin(), key.end(), key.begin(),
+                   [](unsigned char c) { return static_cast<char>(std::toupper(c)); });
+    list.SetNameValue(key.c_str(), option.substr(eq + 1).c_str());
   }
   if (list.FetchNameValue("PREDICTOR") == nullptr) {
     std::string_view const codec = list.FetchNameValueDef("COMPRESS", "NONE");
@@ -122,154 +131,87 @@ std::vector<float> const& float_column(cell_results const& results, metric m)
   throw error(error_kind::internal, "float_column: count is not a float column");
 }
 
-raster_data_type choose_data_type(cell_results const& results, std::vector<metric> const& bands) noexcept
+std::size_t column_size(cell_results const& results, metric m)
+{
+  return m == metric::count ? results.count.size() : float_column(results, m).size();
+}
+
+bool has_count(std::vector<metric> const& bands) noexcept
+{
+  return std::find(bands.begin(), bands.end(), metric::count) != bands.end();
+}
+
+raster_data_type choose_data_type(std::vector<metric> const& bands, std::uint64_t max_count) noexcept
 {
   if (bands.size() == 1 && bands.front() == metric::count) { return raster_data_type::uint32; }
-  bool const has_count = std::find(bands.begin(), bands.end(), metric::count) != bands.end();
-  if (has_count && !results.count.empty() &&
-      *std::max_element(results.count.begin(), results.count.end()) > max_exact_float32_count) {
-    return raster_data_type::float64;
-  }
+  if (has_count(bands) && max_count > max_exact_float32_count) { return raster_data_type::float64; }
   return raster_data_type::float32;
 }
 
-/// A rectangle of cells, written for all bands in one RasterIO call.
-struct window {
-  int col0;
-  int row0;
-  int cols;
-  int rows;
-};
-
-/// Windows made of whole blocks, so that a pixel-interleaved GTiff gets every tile complete
-/// (all bands) in one go and never has to re-read and re-compress one.
-std::vector<window> write_windows(int cols, int rows, int block_cols, int block_rows)
+std::vector<std::string> data_type_notes(raster_data_type type, float nodata)
 {
-  block_cols = std::clamp(block_cols, 1, cols);
-  block_rows = std::clamp(block_rows, 1, rows);
-  std::int64_t win_rows = block_rows;
-  std::int64_t win_cols = cols;
-  if (std::int64_t{block_rows} * cols <= window_cells) {
-    win_rows = std::max<std::int64_t>(1, window_cells / cols / block_rows) * block_rows;
-  } else {
-    win_cols = std::max<std::int64_t>(1, window_cells / block_rows / block_cols) * block_cols;
+  std::vector<std::string> notes;
+  if (type == raster_data_type::float64) {
+    notes.push_back("a cell has more than 2^24 points, which Float32 cannot count exactly: "
+                    "all bands are written as Float64");
   }
-  win_rows = std::min<std::int64_t>(win_rows, rows);
-  win_cols = std::min<std::int64_t>(win_cols, cols);
-  std::vector<window> out;
-  for (std::int64_t r = 0; r < rows; r += win_rows) {
-    for (std::int64_t c = 0; c < cols; c += win_cols) {
-      out.push_back({static_cast<int>(c), static_cast<int>(r), static_cast<int>(std::min(win_cols, cols - c)),
-                     static_cast<int>(std::min(win_rows, rows - r))});
-    }
+  if (type == raster_data_type::uint32 && !std::isnan(nodata)) {
+    notes.push_back("count alone is written as UInt32 with nodata 0 (an empty cell has 0 points); "
+                    "--nodata applies to float bands");
   }
-  return out;
+  return notes;
 }
 
-/// Everything write_grid() puts into a dataset, whatever the driver.
-struct grid_content {
-  std::string const& path;  ///< the final output, for messages
-  grid_spec const& grid;
-  cell_results const& results;
-  std::vector<metric> const& bands;
-  raster_data_type type;
-  std::string const& crs_wkt;
-  float nodata;
-};
-
-/// Band-sequential buffer of one window in the file's sample type T; empty cells of count in a
-/// float file become nodata.
-template <typename T>
-void fill_window(grid_content const& c, window const& w, std::vector<T>& buffer)
-{
-  auto const cells = static_cast<std::size_t>(w.cols) * static_cast<std::size_t>(w.rows);
-  buffer.resize(cells * c.bands.size());
-  T* out = buffer.data();
-  for (auto const m : c.bands) {
-    for (int r = 0; r < w.rows; ++r) {
-      std::size_t const first = (static_cast<std::size_t>(w.row0) + static_cast<std::size_t>(r)) * c.grid.cols +
-                                static_cast<std::size_t>(w.col0);
-      if (m == metric::count) {
-        auto const* in = c.results.count.data() + first;
-        for (int k = 0; k < w.cols; ++k) {
-          if constexpr (std::is_integral_v<T>) {
-            out[k] = static_cast<T>(in[k]);
-          } else {
-            out[k] = in[k] == 0 ? static_cast<T>(c.nodata) : static_cast<T>(in[k]);
-          }
-        }
-      } else {
-        auto const* in = float_column(c.results, m).data() + first;
-        for (int k = 0; k < w.cols; ++k) { out[k] = static_cast<T>(in[k]); }
-      }
-      out += w.cols;
-    }
-  }
-}
-
-template <typename T>
-void write_cells(grid_content const& c, GDALDataset& dataset, gdal_error_scope const& errors)
-{
-  int block_cols = 0;
-  int block_rows = 0;
-  dataset.GetRasterBand(1)->GetBlockSize(&block_cols, &block_rows);
-  auto const cols = static_cast<int>(c.grid.cols);
-  auto const rows = static_cast<int>(c.grid.rows);
-  std::vector<T> buffer;
-  for (auto const& w : write_windows(cols, rows, block_cols, block_rows)) {
-    fill_window(c, w, buffer);
-    // nullptr band map: bands 1..n in buffer order; band spacing = one window of samples.
-    auto const band_space = static_cast<GSpacing>(sizeof(T)) * w.cols * w.rows;
-    CPLErr const err = dataset.RasterIO(GF_Write, w.col0, w.row0, w.cols, w.rows, buffer.data(), w.cols, w.rows,
-                                        gdal_type(c.type), static_cast<int>(c.bands.size()), nullptr, 0, 0,
-                                        band_space, nullptr);
-    expects(err == CE_None, error_kind::output,
-            c.path + ": cannot write cells at row " + std::to_string(w.row0) + ", column " +
-              std::to_string(w.col0) + ": " + errors.message());
-  }
-}
-
-/// Georeferencing, band descriptions, nodata and cells of `dataset`.
-void fill_dataset(grid_content const& c, GDALDataset& dataset, gdal_error_scope const& errors)
+/// Georeferencing, band descriptions, METRIC_DESCRIPTION and nodata of a new dataset.
+void describe_dataset(GDALDataset& dataset, std::string const& path, grid_spec const& grid,
+                      std::vector<metric> const& bands, raster_data_type type, raster_write_options const& options,
+                      gdal_error_scope const& errors)
 {
   // North-up grid: x = x0 + col * xres, y = y0 - row * yres, from the outer corner of the
   // top-left cell (see grid_spec::geotransform); no rotation terms.
-  auto gt = c.grid.geotransform();
+  auto gt = grid.geotransform();
   expects(dataset.SetGeoTransform(gt.data()) == CE_None, error_kind::output,
-          c.path + ": cannot set the geotransform: " + errors.message());
-  if (!c.crs_wkt.empty()) {
+          path + ": cannot set the geotransform: " + errors.message());
+  if (!options.crs_wkt.empty()) {
     OGRSpatialReference srs;
-    expects(srs.importFromWkt(c.crs_wkt.c_str()) == OGRERR_NONE, error_kind::output,
-            c.path + ": cannot interpret the CRS to write: " + errors.message());
+    expects(srs.importFromWkt(options.crs_wkt.c_str()) == OGRERR_NONE, error_kind::output,
+            path + ": cannot interpret the CRS to write: " + errors.message());
     expects(dataset.SetSpatialRef(&srs) == CE_None, error_kind::output,
-            c.path + ": cannot set the CRS: " + errors.message());
+            path + ": cannot set the CRS: " + errors.message());
   }
   // An empty cell has 0 points, so 0 is the natural nodata of an integer count band.
-  double const nodata = c.type == raster_data_type::uint32 ? 0.0 : static_cast<double>(c.nodata);
-  for (std::size_t i = 0; i < c.bands.size(); ++i) {
+  double const nodata = type == raster_data_type::uint32 ? 0.0 : static_cast<double>(options.nodata);
+  for (std::size_t i = 0; i < bands.size(); ++i) {
     GDALRasterBand* band = dataset.GetRasterBand(static_cast<int>(i) + 1);
-    band->SetDescription(std::string(metric_name(c.bands[i])).c_str());
-    expects(band->SetMetadataItem("METRIC_DESCRIPTION", std::string(metric_description(c.bands[i])).c_str()) ==
+    band->SetDescription(std::string(metric_name(bands[i])).c_str());
+    expects(band->SetMetadataItem("METRIC_DESCRIPTION", std::string(metric_description(bands[i])).c_str()) ==
               CE_None,
-            error_kind::output, c.path + ": cannot set band metadata: " + errors.message());
+            error_kind::output, path + ": cannot set band metadata: " + errors.message());
     expects(band->SetNoDataValue(nodata) == CE_None, error_kind::output,
-            c.path + ": cannot set the nodata value: " + errors.message());
-  }
-  switch (c.type) {
-    case raster_data_type::uint32: write_cells<std::uint32_t>(c, dataset, errors); break;
-    case raster_data_type::float32: write_cells<float>(c, dataset, errors); break;
-    case raster_data_type::float64: write_cells<double>(c, dataset, errors); break;
+            path + ": cannot set the nodata value: " + errors.message());
   }
 }
 
+/// One block row in the file's sample type, band-sequential (band b's rows start at
+/// b * rows * cols), and how many of its rows have arrived.
+struct pending_block_row {
+  std::variant<std::vector<std::uint32_t>, std::vector<float>, std::vector<double>> samples;
+  std::size_t rows_filled{0};
+};
+
 fs::path aux_of(fs::path const& p) { return fs::path(p.string() + ".aux.xml"); }
 
-/// The ".<name>.tmp-<pid>" file next to the target: removed unless commit() renamed it over
-/// the target. Declared before the dataset writing it, so the dataset is closed first.
+/// The ".<name>.tmp-<pid><suffix>" file next to the target, registered for removal by a signal
+/// handler (with its ".aux.xml" side-car): removed unless commit() renamed it over the target.
+/// Declared before the dataset writing it, so the dataset is closed first.
 class temporary_output {
  public:
-  explicit temporary_output(fs::path const& target)
-    : path_(target.parent_path() / ("." + target.filename().string() + ".tmp-" + std::to_string(::getpid())))
+  explicit temporary_output(fs::path const& target, std::string const& suffix = {})
+    : path_(target.parent_path() /
+            ("." + target.filename().string() + ".tmp-" + std::to_string(::getpid()) + suffix)),
+      // Absolute: the signal handler may run after a change of working directory.
+      registration_(fs::absolute(path_).string()),
+      aux_registration_(fs::absolute(aux_of(path_)).string())
   {
   }
   temporary_output(temporary_output const&) = delete;
@@ -277,12 +219,18 @@ class temporary_output {
   ~temporary_output()
   {
     if (committed_) { return; }
+    remove();
+  }
+
+  [[nodiscard]] fs::path const& path() const noexcept { return path_; }
+
+  /// Removes the file now (the destructor would); for a temporary that is not renamed.
+  void remove() noexcept
+  {
     std::error_code ec;
     fs::remove(path_, ec);
     fs::remove(aux_of(path_), ec);
   }
-
-  [[nodiscard]] fs::path const& path() const noexcept { return path_; }
 
   void commit(fs::path const& target)
   {
@@ -304,6 +252,8 @@ class temporary_output {
 
  private:
   fs::path path_;
+  temporary_registration registration_;
+  temporary_registration aux_registration_;
   bool committed_{false};
 };
 
@@ -312,6 +262,29 @@ GDALDriver& driver_named(char const* name, std::string const& path)
   auto* driver = GetGDALDriverManager()->GetDriverByName(name);
   expects(driver != nullptr, error_kind::output, path + ": this GDAL has no " + std::string(name) + " driver");
   return *driver;
+}
+
+/// Creation options of the GTiff that a COG is converted from: tiles of the COG's size, so that
+/// the COG driver reads whole tiles, and a fast lossless codec, as the file is read once and
+/// deleted (the grid can be larger than memory, so it is not an uncompressed scratch file).
+CPLStringList cog_source_options(CPLStringList const& cog, GDALDriver& gtiff)
+{
+  CPLStringList list;
+  std::string const block = cog.FetchNameValueDef("BLOCKSIZE", "512");
+  list.SetNameValue("TILED", "YES");
+  list.SetNameValue("BLOCKXSIZE", block.c_str());
+  list.SetNameValue("BLOCKYSIZE", block.c_str());
+  list.SetNameValue("BIGTIFF", "IF_SAFER");
+  list.SetNameValue("NUM_THREADS", cog.FetchNameValueDef("NUM_THREADS", "ALL_CPUS"));
+  char const* codecs = gtiff.GetMetadataItem(GDAL_DMD_CREATIONOPTIONLIST);
+  if (codecs != nullptr && std::string_view(codecs).find("ZSTD") != std::string_view::npos) {
+    list.SetNameValue("COMPRESS", "ZSTD");
+    list.SetNameValue("ZSTD_LEVEL", "1");
+  } else {
+    list.SetNameValue("COMPRESS", "DEFLATE");
+    list.SetNameValue("ZLEVEL", "1");
+  }
+  return list;
 }
 
 }  // namespace
@@ -350,66 +323,319 @@ void check_output_path(std::string const& path, raster_write_options const& opti
           path + ": directory '" + dir.string() + "' is not writable: " + std::generic_category().message(errno));
 }
 
+
+class raster_writer::impl {
+ public:
+  impl(std::string path, grid_spec const& grid, std::vector<metric> bands, raster_write_options options,
+       std::uint64_t max_count)
+    : path_(std::move(path)),
+      target_(path_),
+      grid_(grid),
+      bands_(std::move(bands)),
+      options_(std::move(options)),
+      max_count_(max_count)
+  {
+    check_output_path(path_, options_);
+    format_ = parse_format(options_.format);
+    expects(!bands_.empty(), error_kind::usage, path_ + ": no metrics to write");
+    expects(grid_.cols > 0 && grid_.rows > 0 && grid_.cols <= INT_MAX && grid_.rows <= INT_MAX, error_kind::output,
+            path_ + ": a grid of " + std::to_string(grid_.cols) + " x " + std::to_string(grid_.rows) +
+              " cells cannot be written as a raster");
+    type_ = choose_data_type(bands_, max_count_);
+    notes_ = data_type_notes(type_, options_.nodata);
+    co_ = merged_creation_options(format_, type_, options_.creation_options);
+    written_.assign(grid_.rows, false);
+
+    detail::ensure_gdal_registered();
+    GDALDriver& gtiff = driver_named("GTiff", path_);
+    // COG: the driver only copies from a finished dataset, so the rows go to a GTiff first.
+    auto const co = format_ == output_format::cog ? cog_source_options(co_, gtiff) : co_;
+    temp_.emplace(target_);
+    if (format_ == output_format::cog) { source_.emplace(target_, ".src"); }
+    fs::path const& written_path = format_ == output_format::cog ? source_->path() : temp_->path();
+    try {
+      gdal_error_scope errors;
+      dataset_.reset(gtiff.Create(written_path.c_str(), static_cast<int>(grid_.cols), static_cast<int>(grid_.rows),
+                                  static_cast<int>(bands_.size()), gdal_type(type_), co.List()));
+      expects(dataset_ != nullptr, error_kind::output, path_ + ": cannot create: " + errors.message());
+      describe_dataset(*dataset_, path_, grid_, bands_, type_, options_, errors);
+      int block_cols = 0;
+      int block_rows = 0;
+      dataset_->GetRasterBand(1)->GetBlockSize(&block_cols, &block_rows);
+      block_rows_ = static_cast<std::size_t>(std::clamp<int>(block_rows, 1, static_cast<int>(grid_.rows)));
+    } catch (...) {
+      abandon();
+      throw;
+    }
+  }
+
+  impl(impl const&) = delete;
+  impl& operator=(impl const&) = delete;
+
+  ~impl() { abandon(); }
+
+  [[nodiscard]] raster_data_type data_type() const noexcept { return type_; }
+  [[nodiscard]] std::size_t block_rows() const noexcept { return block_rows_; }
+  [[nodiscard]] std::vector<std::string> creation_options() const
+  {
+    std::vector<std::string> out;
+    for (int i = 0; i < co_.Count(); ++i) { out.emplace_back(co_[i]); }
+    return out;
+  }
+
+  void write_rows(std::size_t row0, cell_results const& rows)
+  {
+    guarded([&] {
+      switch (type_) {
+        case raster_data_type::uint32: write_rows_as<std::uint32_t>(row0, rows); break;
+        case raster_data_type::float32: write_rows_as<float>(row0, rows); break;
+        case raster_data_type::float64: write_rows_as<double>(row0, rows); break;
+      }
+    });
+  }
+
+  write_report commit()
+  {
+    write_report report;
+    guarded([&] {
+      expects(rows_written_ == grid_.rows, error_kind::internal,
+              path_ + ": commit with rows never written, from row " + std::to_string(first_unwritten_row()));
+      gdal_error_scope errors;
+      // Blocks still in GDAL's cache are compressed and written on close: its failures count too.
+      dataset_.reset();
+      expects(!errors.failed(), error_kind::output, path_ + ": cannot write: " + errors.message());
+      if (format_ == output_format::cog) {
+        gdal_dataset_ptr source(GDALDataset::Open(source_->path().c_str(), GDAL_OF_RASTER | GDAL_OF_READONLY));
+        expects(source != nullptr, error_kind::output, path_ + ": cannot reopen the rows written: " + errors.message());
+        gdal_dataset_ptr cog(driver_named("COG", path_).CreateCopy(temp_->path().c_str(), source.get(), FALSE,
+                                                                     co_.List(), nullptr, nullptr));
+        expects(cog != nullptr, error_kind::output, path_ + ": cannot create: " + errors.message());
+        cog.reset();
+        source.reset();
+        expects(!errors.failed(), error_kind::output, path_ + ": cannot write: " + errors.message());
+        source_->remove();
+      }
+      temp_->commit(target_);
+      committed_ = true;
+      report.data_type = type_;
+      report.notes = notes_;
+    });
+    return report;
+  }
+
+ private:
+  /// Runs `f`; if it throws, the file is given up (closed, temporaries removed) before the error
+  /// leaves, so that a failed writer holds no file however long it lives.
+  template <typename F>
+  void guarded(F&& f)
+  {
+    expects(!failed_ && !committed_, error_kind::internal,
+            path_ + ": raster_writer used after " + (committed_ ? "commit" : "a failure"));
+    try {
+      f();
+    } catch (...) {
+      failed_ = true;
+      abandon();
+      throw;
+    }
+  }
+
+  void abandon() noexcept
+  {
+    if (committed_) { return; }
+    {
+      // Failures of a close whose file is deleted anyway are not worth a message.
+      gdal_error_scope ignored;
+      dataset_.reset();
+    }
+    if (source_) { source_->remove(); }
+    if (temp_) { temp_->remove(); }
+    pending_.clear();
+  }
+
+  [[nodiscard]] std::size_t first_unwritten_row() const
+  {
+    return static_cast<std::size_t>(std::find(written_.begin(), written_.end(), false) - written_.begin());
+  }
+
+  /// Rows in block row `k` (the last one may be short).
+  [[nodiscard]] std::size_t block_row_height(std::size_t k) const noexcept
+  {
+    return std::min(block_rows_, std::size_t{grid_.rows} - k * block_rows_);
+  }
+
+  template <typename T>
+  void write_rows_as(std::size_t row0, cell_results const& in)
+  {
+    std::size_t const cols = grid_.cols;
+    std::size_t const cells = column_size(in, bands_.front());
+    for (auto const m : bands_) {
+      expects(column_size(in, m) == cells, error_kind::internal,
+              path_ + ": write_rows: the " + std::string(metric_name(m)) + " column has " +
+                std::to_string(column_size(in, m)) + " cells, the " + std::string(metric_name(bands_.front())) +
+                " column " + std::to_string(cells));
+    }
+    std::size_t const rows = cells / cols;
+    expects(rows > 0 && rows * cols == cells && row0 <= grid_.rows && rows <= grid_.rows - row0,
+            error_kind::internal,
+            path_ + ": write_rows: " + std::to_string(cells) + " cells at row " + std::to_string(row0) +
+              " are not whole rows of a grid of " + std::to_string(grid_.cols) + " x " +
+              std::to_string(grid_.rows));
+    for (std::size_t r = row0; r < row0 + rows; ++r) {
+      expects(!written_[r], error_kind::internal, path_ + ": write_rows: row " + std::to_string(r) + " written twice");
+    }
+
+    for (std::size_t k = row0 / block_rows_; k * block_rows_ < row0 + rows; ++k) {
+      std::size_t const block_row0 = k * block_rows_;
+      std::size_t const height = block_row_height(k);
+      std::size_t const first = std::max(row0, block_row0);
+      std::size_t const last = std::min(row0 + rows, block_row0 + height);
+      auto [it, fresh] = pending_.try_emplace(k);
+      if (fresh) { it->second.samples = take_buffer<T>(height * cols * bands_.size()); }
+      auto& samples = std::get<std::vector<T>>(it->second.samples);
+      for (std::size_t b = 0; b < bands_.size(); ++b) {
+        T* out = samples.data() + (b * height + (first - block_row0)) * cols;
+        std::size_t const from = (first - row0) * cols;
+        std::size_t const n = (last - first) * cols;
+        convert_column<T>(in, bands_[b], from, n, out);
+      }
+      for (std::size_t r = first; r < last; ++r) { written_[r] = true; }
+      rows_written_ += last - first;
+      it->second.rows_filled += last - first;
+      if (it->second.rows_filled == height) {
+        write_block_row(block_row0, height, samples);
+        spare_ = std::move(it->second.samples);
+        pending_.erase(it);
+      }
+    }
+  }
+
+  /// A buffer of `n` samples, reusing the last block row's: an aligned caller allocates once.
+  template <typename T>
+  std::vector<T> take_buffer(std::size_t n)
+  {
+    std::vector<T> buffer;
+    if (auto* spare = std::get_if<std::vector<T>>(&spare_)) { buffer = std::move(*spare); }
+    buffer.resize(n);
+    return buffer;
+  }
+
+  /// Cells [from, from + n) of band `m` of `in`, in the file's sample type T: empty cells of count
+  /// in a float file become nodata.
+  template <typename T>
+  void convert_column(cell_results const& in, metric m, std::size_t from, std::size_t n, T* out) const
+  {
+    if (m == metric::count) {
+      auto const* count = in.count.data() + from;
+      if constexpr (std::is_integral_v<T>) {
+        std::copy(count, count + n, out);
+      } else {
+        auto const nodata = static_cast<T>(options_.nodata);
+        std::uint32_t largest = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+          out[i] = count[i] == 0 ? nodata : static_cast<T>(count[i]);
+          largest = std::max(largest, count[i]);
+        }
+        // A wrong max_count only matters where it chose Float32 for a count it cannot hold.
+        expects(std::is_same_v<T, double> || largest <= max_exact_float32_count, error_kind::internal,
+                path_ + ": write_rows: a count of " + std::to_string(largest) +
+                  ", which Float32 cannot hold, in a file created for max_count " + std::to_string(max_count_));
+      }
+    } else {
+      if constexpr (std::is_floating_point_v<T>) {
+        auto const* value = float_column(in, m).data() + from;
+        std::copy(value, value + n, out);
+      } else {
+        throw error(error_kind::internal, path_ + ": a float band in a UInt32 file");
+      }
+    }
+  }
+
+  /// Hands one complete block row, all bands, to GDAL in one call.
+  template <typename T>
+  void write_block_row(std::size_t row0, std::size_t rows, std::vector<T>& samples)
+  {
+    gdal_error_scope errors;
+    auto const cols = static_cast<int>(grid_.cols);
+    // nullptr band map: bands 1..n in buffer order; band spacing = one block row of samples.
+    auto const band_space = static_cast<GSpacing>(sizeof(T)) * cols * static_cast<GSpacing>(rows);
+    CPLErr const err = dataset_->RasterIO(GF_Write, 0, static_cast<int>(row0), cols, static_cast<int>(rows),
+                                          samples.data(), cols, static_cast<int>(rows), gdal_type(type_),
+                                          static_cast<int>(bands_.size()), nullptr, 0, 0, band_space, nullptr);
+    expects(err == CE_None && !errors.failed(), error_kind::output,
+            path_ + ": cannot write cells at row " + std::to_string(row0) + ": " + errors.message());
+    // The block row is complete: send its blocks to the compression threads now rather than when
+    // GDAL's cache fills or the file closes. Compression then overlaps the caller's next window,
+    // the cache holds about one block row, and blocks reach the file in the same order whatever
+    // the cache size. Band 1's flush writes the whole pixel-interleaved block; the other bands'
+    // blocks are then clean and only leave the cache.
+    int block_cols = 0;
+    int block_rows = 0;
+    dataset_->GetRasterBand(1)->GetBlockSize(&block_cols, &block_rows);
+    int const y_block = static_cast<int>(row0) / block_rows;
+    for (int x_block = 0; x_block * block_cols < cols; ++x_block) {
+      for (int b = 1; b <= static_cast<int>(bands_.size()); ++b) {
+        expects(dataset_->GetRasterBand(b)->FlushBlock(x_block, y_block) == CE_None && !errors.failed(),
+                error_kind::output,
+                path_ + ": cannot write cells at row " + std::to_string(row0) + ": " + errors.message());
+      }
+    }
+  }
+
+  std::string path_;
+  fs::path target_;
+  grid_spec grid_;
+  std::vector<metric> bands_;
+  raster_write_options options_;
+  std::uint64_t max_count_;
+  output_format format_{output_format::gtiff};
+  raster_data_type type_{raster_data_type::float32};
+  std::vector<std::string> notes_;
+  CPLStringList co_;
+  // Before the dataset, so that the dataset is closed before its file is removed.
+  std::optional<temporary_output> temp_;    ///< the file renamed over the path
+  std::optional<temporary_output> source_;  ///< COG only: the GTiff the rows are written to
+  gdal_dataset_ptr dataset_;
+  std::size_t block_rows_{1};
+  std::map<std::size_t, pending_block_row> pending_;  ///< by block row index
+  std::variant<std::vector<std::uint32_t>, std::vector<float>, std::vector<double>> spare_;
+  std::vector<bool> written_;
+  std::size_t rows_written_{0};
+  bool failed_{false};
+  bool committed_{false};
+};
+
+raster_writer::raster_writer(std::string path, grid_spec const& grid, std::vector<metric> bands,
+                             raster_write_options options, std::uint64_t max_count)
+  : impl_(std::make_unique<impl>(std::move(path), grid, std::move(bands), std::move(options), max_count))
+{
+}
+
+raster_writer::raster_writer(raster_writer&&) noexcept = default;
+raster_writer& raster_writer::operator=(raster_writer&&) noexcept = default;
+raster_writer::~raster_writer() = default;
+
+raster_data_type raster_writer::data_type() const noexcept { return impl_->data_type(); }
+std::size_t raster_writer::block_rows() const noexcept { return impl_->block_rows(); }
+std::vector<std::string> raster_writer::creation_options() const { return impl_->creation_options(); }
+void raster_writer::write_rows(std::size_t row0, cell_results const& rows) { impl_->write_rows(row0, rows); }
+write_report raster_writer::commit() { return impl_->commit(); }
+
 write_report write_grid(std::string const& path, grid_spec const& grid, cell_results const& results,
                         std::vector<metric> const& bands, raster_write_options const& options)
 {
   check_output_path(path, options);
-  output_format const format = parse_format(options.format);
-  expects(!bands.empty(), error_kind::usage, path + ": no metrics to write");
-  expects(grid.cols > 0 && grid.rows > 0 && grid.cols <= INT_MAX && grid.rows <= INT_MAX, error_kind::output,
-          path + ": a grid of " + std::to_string(grid.cols) + " x " + std::to_string(grid.rows) +
-            " cells cannot be written as a raster");
   for (auto const m : bands) {
-    std::size_t const size = m == metric::count ? results.count.size() : float_column(results, m).size();
+    std::size_t const size = column_size(results, m);
     expects(size == grid.num_cells(), error_kind::internal,
             "write_grid: the " + std::string(metric_name(m)) + " column has " + std::to_string(size) +
               " cells, the grid " + std::to_string(grid.num_cells()));
   }
-
-  write_report report;
-  report.data_type = choose_data_type(results, bands);
-  if (report.data_type == raster_data_type::float64) {
-    report.notes.push_back("a cell has more than 2^24 points, which Float32 cannot count exactly: "
-                           "all bands are written as Float64");
-  }
-  if (report.data_type == raster_data_type::uint32 && !std::isnan(options.nodata)) {
-    report.notes.push_back("count alone is written as UInt32 with nodata 0 (an empty cell has 0 points); "
-                           "--nodata applies to float bands");
-  }
-
-  detail::ensure_gdal_registered();
-  grid_content const content{path, grid, results, bands, report.data_type, options.crs_wkt, options.nodata};
-  auto const co = creation_options(format, report.data_type, options.creation_options);
-  auto const nbands = static_cast<int>(bands.size());
-  auto const cols = static_cast<int>(grid.cols);
-  auto const rows = static_cast<int>(grid.rows);
-  fs::path const target(path);
-
-  gdal_error_scope errors;
-  temporary_output temp(target);
-  if (format == output_format::gtiff) {
-    gdal_dataset_ptr dataset(driver_named("GTiff", path).Create(temp.path().c_str(), cols, rows, nbands,
-                                                               gdal_type(report.data_type), co.List()));
-    expects(dataset != nullptr, error_kind::output, path + ": cannot create: " + errors.message());
-    fill_dataset(content, *dataset, errors);
-    // Compressed tiles still in the cache are written on close: its failures count too.
-    dataset.reset();
-  } else {
-    // The COG driver only copies: lay the grid out in memory, then let it write tiles and
-    // overviews in COG order.
-    gdal_dataset_ptr memory(
-      driver_named("MEM", path).Create("", cols, rows, nbands, gdal_type(report.data_type), nullptr));
-    expects(memory != nullptr, error_kind::resource,
-            path + ": cannot hold the grid in memory for COG output: " + errors.message());
-    fill_dataset(content, *memory, errors);
-    gdal_dataset_ptr dataset(
-      driver_named("COG", path).CreateCopy(temp.path().c_str(), memory.get(), FALSE, co.List(), nullptr, nullptr));
-    expects(dataset != nullptr, error_kind::output, path + ": cannot create: " + errors.message());
-    dataset.reset();
-  }
-  expects(!errors.failed(), error_kind::output, path + ": cannot write: " + errors.message());
-  temp.commit(target);
-  return report;
+  std::uint64_t const max_count =
+    has_count(bands) && !results.count.empty() ? *std::max_element(results.count.begin(), results.count.end()) : 0;
+  raster_writer out(path, grid, bands, options, max_count);
+  out.write_rows(0, results);
+  return out.commit();
 }
 
 }  // namespace heightgrid::io

@@ -4,6 +4,9 @@
 #include "heightgrid/core/grid_spec.hpp"
 #include "heightgrid/core/metrics.hpp"
 
+#include <cstddef>
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -25,7 +28,7 @@ enum class raster_data_type { uint32, float32, float64 };
 /// GDAL's name of a data type: "UInt32", "Float32", "Float64".
 [[nodiscard]] std::string_view raster_data_type_name(raster_data_type type) noexcept;
 
-/// What write_grid() did, for the app to report.
+/// What write_grid() or raster_writer::commit() did, for the app to report.
 struct write_report {
   raster_data_type data_type{raster_data_type::float32};
   /// Decisions the user should hear about, e.g. the switch to Float64 for large counts.
@@ -49,13 +52,89 @@ void check_output_path(std::string const& path, raster_write_options const& opti
 /// reduce_cells_cpu(..., nodata) produces them).
 ///
 /// GTiff defaults: TILED=YES, COMPRESS=DEFLATE, PREDICTOR=3 (float) / 2 (integer),
-/// BIGTIFF=IF_SAFER. COG defaults: COMPRESS=DEFLATE, PREDICTOR=YES, BIGTIFF=IF_SAFER,
-/// RESAMPLING=NEAREST. A --co with the same key replaces a default.
+/// BIGTIFF=IF_SAFER, NUM_THREADS=ALL_CPUS. COG defaults: COMPRESS=DEFLATE, PREDICTOR=YES,
+/// BIGTIFF=IF_SAFER, RESAMPLING=NEAREST, NUM_THREADS=ALL_CPUS. A --co with the same key replaces
+/// a default (NUM_THREADS=1 compresses on the calling thread only).
 ///
 /// The file is written as ".<name>.tmp-<pid>" next to `path` and renamed over it once complete:
 /// on any failure the temporary is removed and nothing appears at `path`. Runs
 /// check_output_path() first. Throws error_kind::output (with GDAL's message) on failure.
+///
+/// A raster_writer fed the whole grid in one window: the file is byte for byte the one a
+/// raster_writer fed the same cells in row bands of any size writes.
 write_report write_grid(std::string const& path, grid_spec const& grid, cell_results const& results,
                         std::vector<metric> const& bands, raster_write_options const& options);
+
+/// Writes a grid's bands window by window (row bands, in any order), then publishes the file
+/// atomically: the streaming form of write_grid(), with the same bands, data type, metadata,
+/// creation options and file, for a caller that holds one row band of results at a time.
+///
+///   raster_writer out(path, grid, bands, options, acc.max_count());
+///   for (std::uint32_t r = 0; r < grid.rows; r += window_rows) {
+///     out.write_rows(r, acc.finalize_rows(r, std::min(window_rows, grid.rows - r), grid.cols, request, nodata));
+///   }
+///   auto const report = out.commit();
+///
+/// Block alignment. GDAL compresses a TIFF block (a tile, or a strip) when it is written out of
+/// its block cache, on NUM_THREADS worker threads; a block written half-filled is compressed and
+/// written, then read back, completed and written again at the end of the file. So the writer only
+/// hands GDAL complete block rows (block_rows() rows, all bands; the last block row may be
+/// shorter) and flushes each one to the compression threads at once: rows of a block row that is
+/// not yet complete are held in a buffer of one block row until its other rows arrive. A caller
+/// whose windows start on a multiple of block_rows() (and end on one, or at the last row) is never
+/// held back; windows of any other size cost at most one buffered block row per block row they
+/// leave unfinished. Compression of block row k runs while the caller prepares later rows, GDAL's
+/// cache holds about one block row, and GDAL sees the same writes, so writes the same file,
+/// however an in-order caller slices the rows (out of order, the blocks' order in the file follows
+/// the order block rows complete; the values are the same).
+///
+/// Not thread-safe: one thread calls write_rows() and commit().
+class raster_writer {
+ public:
+  /// Checks the output (check_output_path()), decides the data type as write_grid() does from
+  /// `max_count` (the largest cell count of the whole grid; only used when `bands` has count),
+  /// creates the temporary file with every band, band description, METRIC_DESCRIPTION, nodata,
+  /// geotransform and CRS, and registers it for removal by a signal handler (temp_registry.hpp).
+  /// For COG, the temporary is a tiled GTiff (ZSTD level 1, tiles of the COG's BLOCKSIZE) that
+  /// commit() converts. Throws error_kind::usage for bad options or no bands, error_kind::output
+  /// (with GDAL's message) when the file cannot be created.
+  raster_writer(std::string path, grid_spec const& grid, std::vector<metric> bands, raster_write_options options,
+                std::uint64_t max_count);
+  raster_writer(raster_writer&&) noexcept;
+  raster_writer& operator=(raster_writer&&) noexcept;
+  raster_writer(raster_writer const&) = delete;
+  raster_writer& operator=(raster_writer const&) = delete;
+  /// Without commit(): closes and removes the temporary; nothing appears at the path.
+  ~raster_writer();
+
+  /// Sample type of every band of the file.
+  [[nodiscard]] raster_data_type data_type() const noexcept;
+  /// Rows of one TIFF block of the file being written: windows aligned to it are never buffered.
+  [[nodiscard]] std::size_t block_rows() const noexcept;
+  /// The creation options given to GDAL for the output, KEY=VALUE, defaults merged with --co.
+  [[nodiscard]] std::vector<std::string> creation_options() const;
+
+  /// Writes rows [row0, row0 + k) of every band, where `rows` holds k whole rows (k * grid.cols
+  /// cells, k >= 1) in each column named by the writer's bands, laid out as cell_results always is
+  /// (row-major, empty cells = nodata in float columns and 0 in count), i.e. what
+  /// host_grid::finalize_rows() or reduce_cells_cpu() produces. Other columns are ignored.
+  /// Windows may come in any order; each row must be written exactly once.
+  /// Throws error_kind::internal for a window outside the grid, a row written twice, columns of
+  /// different sizes, or a count above the `max_count` the writer was created with;
+  /// error_kind::output (with GDAL's message) when GDAL fails. After a throw, only destruction is
+  /// meaningful.
+  void write_rows(std::size_t row0, cell_results const& rows);
+
+  /// Writes what is still buffered, closes the file (GDAL compresses the blocks still in its cache),
+  /// builds the COG from the temporary GTiff for COG output, and renames the result over the
+  /// path. Throws error_kind::internal when rows were never written, error_kind::output (with
+  /// GDAL's message) when GDAL fails; either way the temporary is removed and nothing appears at
+  /// the path. Call once.
+  write_report commit();
+
+ private:
+  class impl;
+  std::unique_ptr<impl> impl_;
+};
 
 }  // namespace heightgrid::io
