@@ -6,6 +6,7 @@
 #include "detail/device_buffer.cuh"
 #include "detail/device_context.cuh"
 #include "detail/launch.cuh"
+#include "detail/pinned_staging.cuh"
 #include "heightgrid/kernels/gpu.hpp"
 
 #include <cuda_runtime_api.h>
@@ -224,6 +225,37 @@ stream_gate::~stream_gate()
 void stream_gate::open() noexcept { flags_[0] = 1U; }
 
 bool stream_gate::timed_out() const noexcept { return flags_[1] != 0U; }
+
+double measure_copy_gbps(std::size_t bytes, int repeats, bool pinned, bool to_device, cudaStream_t stream)
+{
+  EXPECTS(bytes >= 1 && repeats >= 1, error_kind::usage, "measure_copy_gbps: bytes and repeats must be at least 1");
+  detail::require_device();
+  detail::device_buffer<std::byte> device(bytes, stream);
+  detail::pinned_buffer locked(pinned ? bytes : 0);
+  std::vector<std::byte> pageable(pinned ? 0 : bytes, std::byte{0x5a});
+  std::byte* host = pinned ? locked.data() : pageable.data();
+  if (pinned) { std::fill(host, host + bytes, std::byte{0x5a}); }  // touched: no first-touch faults in the timing
+  auto const run = [&] {
+    if (to_device) {
+      CUDA_TRY(cudaMemcpyAsync(device.data(), host, bytes, cudaMemcpyHostToDevice, stream));
+    } else {
+      CUDA_TRY(cudaMemcpyAsync(host, device.data(), bytes, cudaMemcpyDeviceToHost, stream));
+    }
+  };
+  run();
+  std::vector<float> ms;
+  detail::cuda_event start;
+  detail::cuda_event stop;
+  for (int r = 0; r < repeats; ++r) {
+    start.record(stream);
+    run();
+    stop.record(stream);
+    ms.push_back(detail::elapsed_ms(start, stop));
+  }
+  std::sort(ms.begin(), ms.end());
+  double const median = ms.size() % 2 == 1 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
+  return median > 0.0 ? static_cast<double>(bytes) / (median * 1e-3) / 1e9 : 0.0;
+}
 
 double measure_read_bandwidth_gbps(std::size_t bytes, int repeats, cudaStream_t stream)
 {

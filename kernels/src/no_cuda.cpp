@@ -4,6 +4,7 @@
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/kernels/device_csr.hpp"
 #include "heightgrid/kernels/gpu.hpp"
+#include "heightgrid/kernels/gpu_binner.hpp"
 #include "heightgrid/kernels/grid_gpu.hpp"
 #include "heightgrid/kernels/hybrid_tuning.hpp"
 
@@ -39,6 +40,7 @@ bool gpu_available(std::string* reason) noexcept
 gpu_device_info query_device() { unavailable("query_device"); }
 
 double measure_read_bandwidth_gbps(std::size_t, int, cudaStream_t) { unavailable("measure_read_bandwidth_gbps"); }
+double measure_copy_gbps(std::size_t, int, bool, bool, cudaStream_t) { unavailable("measure_copy_gbps"); }
 
 stream_gate::stream_gate(cudaStream_t stream, double) : stream_(stream) { unavailable("stream_gate"); }
 stream_gate::~stream_gate() = default;
@@ -99,5 +101,39 @@ cell_results reduce_csr_gpu(csr_grid const&, metric_request const&, float, reduc
 {
   unavailable("reduce_csr_gpu");
 }
+
+struct gpu_binner::impl {};
+
+std::size_t gpu_binner::device_bytes(grid_band const&, gpu_binner_options const&) { return 0; }
+gpu_binner::gpu_binner(grid_band const&, gpu_binner_options const&) { unavailable("gpu_binner"); }
+gpu_binner::~gpu_binner() = default;
+void gpu_binner::register_host_memory(void*, std::size_t) { unavailable("gpu_binner::register_host_memory"); }
+void gpu_binner::submit(point_batch const&, std::function<void()> released)
+{
+  if (released) { released(); }
+  unavailable("gpu_binner::submit");
+}
+void gpu_binner::synchronize() { unavailable("gpu_binner::synchronize"); }
+std::uint64_t gpu_binner::points_outside() { unavailable("gpu_binner::points_outside"); }
+std::uint64_t gpu_binner::points_binned() { unavailable("gpu_binner::points_binned"); }
+cell_results gpu_binner::finalize_rows(std::uint32_t, std::uint32_t, std::uint32_t, metric_request const&, float)
+{
+  unavailable("gpu_binner::finalize_rows");
+}
+void gpu_binner::download_extremes(std::uint32_t, std::uint32_t, std::uint64_t*, std::uint64_t*, std::uint32_t*)
+{
+  unavailable("gpu_binner::download_extremes");
+}
+std::uint64_t gpu_binner::total_count() { unavailable("gpu_binner::total_count"); }
+std::uint32_t gpu_binner::max_count() { unavailable("gpu_binner::max_count"); }
+void gpu_binner::reset(grid_band const&) { unavailable("gpu_binner::reset"); }
+gpu_binner_times gpu_binner::times() { unavailable("gpu_binner::times"); }
+grid_band const& gpu_binner::band() const noexcept
+{
+  static grid_band const none{};
+  return none;
+}
+
+bool start_gpu(std::string* reason) noexcept { return gpu_available(reason); }
 
 }  // namespace heightgrid

@@ -46,11 +46,9 @@ output_bands bands_of(device_cell_results::impl& state) noexcept
 
 }  // namespace detail
 
-namespace {
-
 /// A new mode is one case here (and its detail/reduce_<mode>.cuh).
-void dispatch(reduce_mode mode, device_csr_view const& csr, metric_request const& request,
-              detail::output_bands const& out, float nodata, cudaStream_t stream)
+void detail::reduce_view(reduce_mode mode, device_csr_view const& csr, metric_request const& request,
+                         detail::output_bands const& out, float nodata, cudaStream_t stream)
 {
   switch (mode) {
     case reduce_mode::thread: detail::launch_thread_per_cell(csr, request, out, nodata, stream); return;
@@ -65,6 +63,8 @@ void dispatch(reduce_mode mode, device_csr_view const& csr, metric_request const
   }
   throw error(error_kind::internal, "reduce: unknown reduce_mode " + std::to_string(static_cast<int>(mode)));
 }
+
+namespace {
 
 /// Allocates and poisons the bands, then runs `launch(out)` between the timing events (unless no
 /// band is requested).
@@ -91,7 +91,7 @@ device_cell_results reduce(device_csr const& csr, metric_request const& request,
           "reduce: mode " + std::string(mode_name(mode)) +
             " reduces the points themselves, not a CSR: run it through grid_points_gpu");
   return run_reduce(csr.num_cells(), request, mode, stream, [&](detail::output_bands const& out) {
-    dispatch(mode, csr.view(), request, out, nodata, stream);
+    detail::reduce_view(mode, csr.view(), request, out, nodata, stream);
   });
 }
 

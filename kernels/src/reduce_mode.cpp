@@ -1,5 +1,7 @@
 #include "heightgrid/kernels/reduce_mode.hpp"
 
+#include "heightgrid/kernels/gpu_binner.hpp"
+
 #include <array>
 #include <sstream>
 #include <string>
@@ -88,5 +90,14 @@ std::optional<csr_method> parse_csr_method(std::string_view name) noexcept
 }
 
 std::vector<csr_method> all_csr_methods() { return {methods.begin(), methods.end()}; }
+
+std::string_view batch_reduction_name(batch_reduction r) noexcept
+{
+  switch (r) {
+    case batch_reduction::atomic: return "atomic";
+    case batch_reduction::sorted: return "sorted";
+  }
+  return "?";
+}
 
 }  // namespace heightgrid

@@ -4,13 +4,25 @@
 // them to store_cell, which rounds to float once and writes only the requested bands.
 
 #include "heightgrid/core/binning.hpp"
+#include "heightgrid/core/cell_accumulator.hpp"
 #include "heightgrid/core/metrics.hpp"
 
 #include <cstdint>
 
 namespace heightgrid::detail {
 
-/// Device pointers of the output bands, one entry per cell; null for bands not requested.
+/// Where the cells of a CSR go when the CSR is one batch of a streamed grid (gpu_binner's sorted
+/// reduction): cell c of the CSR is grid cell cells[c] of the accumulators `acc`, and its moments are
+/// merged there (cell_accumulator.hpp) instead of being written to bands. Inactive when acc.lo is null.
+/// Every cell of a CSR is stored exactly once and a batch's cells are distinct, so no two threads
+/// merge into one grid cell; batches are merged one after the other in stream order.
+struct grid_merge {
+  accumulator_view acc;
+  cell_id const* cells{nullptr};
+};
+
+/// Device pointers of the output bands, one entry per cell; null for bands not requested. With
+/// `merge` active, store_cell merges instead and the band pointers are unused.
 struct output_bands {
   float* min{nullptr};
   float* max{nullptr};
@@ -18,6 +30,7 @@ struct output_bands {
   std::uint32_t* count{nullptr};
   float* mean{nullptr};
   float* stddev{nullptr};
+  grid_merge merge{};
 };
 
 /// One cell reduced in double: its point count, min, max, sum and m2 (the sum of squared deviations
@@ -37,11 +50,35 @@ __host__ __device__ inline double cell_mean(double sum, std::uint64_t n) noexcep
   return sum / static_cast<double>(n);
 }
 
+/// Merges cell `c`'s moments into grid cell merge.cells[c]. Empty cells, and cells whose key is past
+/// the accumulators (the batch's points outside the grid band sort there), change nothing.
+__device__ inline void merge_cell(grid_merge const& merge, std::uint64_t c, cell_moments const& m) noexcept
+{
+  if (m.n == 0) { return; }
+  std::uint64_t const g = merge.cells[c];
+  if (g >= merge.acc.cells) { return; }
+  accumulator_view const& a = merge.acc;
+  std::uint64_t const lo = lo_key(m.lo);
+  std::uint64_t const hi = hi_key(m.hi);
+  a.lo[g] = lo > a.lo[g] ? lo : a.lo[g];
+  a.hi[g] = hi > a.hi[g] ? hi : a.hi[g];
+  if (a.sum != nullptr) {
+    double unused_m2 = 0.0;
+    merge_moments(a.count[g], a.sum[g], a.m2 != nullptr ? a.m2[g] : unused_m2, m.n, m.sum, m.m2);
+  }
+  a.count[g] += static_cast<std::uint32_t>(m.n);
+}
+
 /// Writes cell `c` of every requested band. Empty cells (n == 0) get `nodata` and count 0.
 /// min/max/range are rounded from double once; mean = float(sum / n); stddev = float(sqrt(m2 / n)).
+/// With out.merge active the moments are merged into the streamed grid instead (merge_cell).
 __device__ inline void store_cell(output_bands const& out, std::uint64_t c, cell_moments const& m,
                                   float nodata) noexcept
 {
+  if (out.merge.acc.lo != nullptr) {
+    merge_cell(out.merge, c, m);
+    return;
+  }
   bool const empty = m.n == 0;
   if (out.count != nullptr) { out.count[c] = static_cast<std::uint32_t>(m.n); }
   if (out.min != nullptr) { out.min[c] = empty ? nodata : static_cast<float>(m.lo); }
@@ -71,7 +108,7 @@ inline band_set band_set_of(metric_request const& request) noexcept
 }
 
 /// store_cell's stores of the bands of `Bands` (see band_set), bit for bit; m.sum and m.m2 unused.
-/// Precondition: Bands == range -> out.range is set.
+/// Precondition: Bands == range -> out.range is set and out.merge inactive (a merge asks for extremes).
 template <band_set Bands>
 __device__ __forceinline__ void store_bands(output_bands const& out, std::uint64_t c, cell_moments const& m,
                                             float nodata) noexcept
@@ -79,6 +116,10 @@ __device__ __forceinline__ void store_bands(output_bands const& out, std::uint64
   if constexpr (Bands == band_set::range) {
     out.range[c] = m.n == 0 ? nodata : static_cast<float>(m.hi - m.lo);
   } else {
+    if (out.merge.acc.lo != nullptr) {
+      merge_cell(out.merge, c, m);
+      return;
+    }
     bool const empty = m.n == 0;
     if (out.count != nullptr) { out.count[c] = static_cast<std::uint32_t>(m.n); }
     if (out.min != nullptr) { out.min[c] = empty ? nodata : static_cast<float>(m.lo); }

@@ -45,5 +45,11 @@ namespace detail {
 /// Device pointers of the bands of `state` (null for bands not requested).
 [[nodiscard]] output_bands bands_of(device_cell_results::impl& state) noexcept;
 
+/// The single dispatch from reduce_mode to a mode's launcher (defined in reduce.cu): reduces every
+/// cell of `csr` into `out` (bands, or merges into a streamed grid when out.merge is active).
+/// Throws error_kind::internal for atomic, which reduces points, not a CSR.
+void reduce_view(reduce_mode mode, device_csr_view const& csr, metric_request const& request,
+                 output_bands const& out, float nodata, cudaStream_t stream);
+
 }  // namespace detail
 }  // namespace heightgrid

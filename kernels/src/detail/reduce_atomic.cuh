@@ -7,6 +7,7 @@
 
 #include "detail/cell_store.cuh"
 #include "detail/ordered_bits.cuh"
+#include "detail/warp_group.cuh"
 #include "detail/cuda_check.cuh"
 #include "detail/device_buffer.cuh"
 #include "detail/launch.cuh"
@@ -29,18 +30,6 @@ struct alignas(16) atomic_cell {
   unsigned long long lo;
   unsigned long long hi_inverted;
 };
-
-/// Minimum over the lanes of `group` (the calling lane's, as __match_any_sync gives it) of a 64-bit
-/// value, in two 32-bit hardware reductions: the high words, then the low words of the lanes whose
-/// high word is the minimum. Every lane of the group calls it with the same `group`; the result is
-/// valid in every lane of the group.
-__device__ inline unsigned long long group_min(unsigned int group, unsigned long long v) noexcept
-{
-  auto const high = static_cast<unsigned int>(v >> 32);
-  unsigned int const min_high = __reduce_min_sync(group, high);
-  unsigned int const min_low = __reduce_min_sync(group, high == min_high ? static_cast<unsigned int>(v) : 0xffffffffU);
-  return (static_cast<unsigned long long>(min_high) << 32) | min_low;
-}
 
 /// Mapping: one thread per point, grid-stride in whole-warp steps (the loop bound is the warp's
 ///   first index, so all 32 lanes run every iteration). Each lane computes its point's cell with

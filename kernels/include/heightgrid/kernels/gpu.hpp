@@ -39,6 +39,11 @@ struct gpu_device_info {
 /// does not fit, error_kind::device without a usable GPU.
 [[nodiscard]] double measure_read_bandwidth_gbps(std::size_t bytes, int repeats, cudaStream_t stream);
 
+/// Host<->device copy bandwidth in GB/s: cudaMemcpyAsync of `bytes` between a device buffer and
+/// page-locked (`pinned`) or ordinary pageable host memory, towards the device when `to_device`;
+/// median of `repeats` timed copies after one warm-up. Throws as measure_read_bandwidth_gbps.
+[[nodiscard]] double measure_copy_gbps(std::size_t bytes, int repeats, bool pinned, bool to_device, cudaStream_t stream);
+
 /// Holds a stream back until open() is called, so that work the host enqueues behind it runs on the
 /// device back to back, without the host's launch latency between its operations. CUDA events
 /// around that work then time the device alone: the gaps of a few microseconds in which the device

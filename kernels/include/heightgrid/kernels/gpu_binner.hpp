@@ -1,0 +1,115 @@
+#pragma once
+// The GPU side of the streaming pipeline: a band of grid accumulators (cell_accumulator.hpp) in
+// device memory, fed batch by batch from page-locked host memory. Each batch is uploaded on a copy
+// stream while the previous one is binned on a compute stream (CUDA events order the two), and the
+// host memory is handed back by a callback as soon as its copy is done.
+// Host-clean: included by app/ through g++.
+
+#include "heightgrid/core/cell_accumulator.hpp"
+#include "heightgrid/core/grid_spec.hpp"
+#include "heightgrid/core/metrics.hpp"
+#include "heightgrid/core/point_batch.hpp"
+#include "heightgrid/kernels/reduce_mode.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+namespace heightgrid {
+
+/// How a batch is folded into the grid on the device.
+enum class batch_reduction {
+  atomic,  ///< every point updates its cell with 64-bit atomics (range, min, max, count only)
+  sorted,  ///< the batch is sorted by cell (stable), its cells reduced by a CSR mode and merged in
+           ///< stream order: any metric, mean and stddev included
+};
+
+[[nodiscard]] std::string_view batch_reduction_name(batch_reduction r) noexcept;
+
+struct gpu_binner_options {
+  std::size_t batch_points{0};  ///< capacity of one batch (point_batch::capacity of the host slots)
+  int device_batches{3};        ///< device copies of a batch in flight (upload k+1 while k is binned)
+  batch_reduction reduction{batch_reduction::atomic};
+  reduce_mode mode{reduce_mode::hybrid};  ///< the CSR mode of the sorted reduction
+  metric_request request;                 ///< decides whether sums (and m2) are kept
+};
+
+/// Where the device's time went, summed over batches (CUDA events on each stream).
+struct gpu_binner_times {
+  double h2d_ms{0.0};      ///< copy stream busy uploading batches
+  double bin_ms{0.0};      ///< compute stream busy binning batches
+  double finalize_ms{0.0}; ///< finalize kernels and band downloads
+  std::uint64_t batches{0};
+  std::uint64_t bytes_uploaded{0};
+};
+
+/// A band of grid accumulators on the current device. Not thread-safe: one thread submits.
+class gpu_binner {
+ public:
+  /// Device bytes the binner allocates for `band` with `options` (accumulators, device batches,
+  /// scratch of the sorted reduction).
+  [[nodiscard]] static std::size_t device_bytes(grid_band const& band, gpu_binner_options const& options);
+
+  /// Allocates and zeroes the accumulators, the device batches and two streams.
+  /// Throws error_kind::resource when the device memory does not suffice, error_kind::device
+  /// without a usable GPU, error_kind::usage when the sorted mode cannot reduce a CSR (atomic) or
+  /// the atomic reduction is asked for sums.
+  gpu_binner(grid_band const& band, gpu_binner_options const& options);
+  gpu_binner(gpu_binner const&) = delete;
+  gpu_binner& operator=(gpu_binner const&) = delete;
+  ~gpu_binner();
+
+  /// Page-locks [p, p + bytes) so batches in it upload at full speed (cudaHostRegister); it stays
+  /// registered until the binner is destroyed. Throws error_kind::resource or device on failure.
+  void register_host_memory(void* p, std::size_t bytes);
+
+  /// Enqueues `batch` (in registered host memory, batch.capacity == options.batch_points).
+  /// `released` is called once the batch's host memory may be reused — from a CUDA callback thread,
+  /// so it must not call CUDA; it is called even when the device fails. Returns at once.
+  void submit(point_batch const& batch, std::function<void()> released);
+
+  /// Waits for every submitted batch. Throws a device error that happened since the last call.
+  void synchronize();
+
+  /// Points of the submitted batches that were in no cell of the whole grid, and that landed in
+  /// the band (valid after synchronize()).
+  [[nodiscard]] std::uint64_t points_outside();
+  [[nodiscard]] std::uint64_t points_binned();
+
+  /// Output bands of band rows [row0, row0 + rows), the first `cols` columns of each row (an
+  /// output grid sharing the band's origin): finalized on the device, then downloaded.
+  [[nodiscard]] cell_results finalize_rows(std::uint32_t row0, std::uint32_t rows, std::uint32_t cols,
+                                           metric_request const& request, float nodata);
+
+  /// Downloads the raw accumulators of band rows [row0, row0 + rows) (whole rows) into host memory
+  /// laid out like host_grid's: lo, hi, count of rows * band.grid.cols cells (sums not downloaded:
+  /// grids that keep sums are never split between the CPU and the GPU).
+  void download_extremes(std::uint32_t row0, std::uint32_t rows, std::uint64_t* lo, std::uint64_t* hi,
+                         std::uint32_t* count);
+
+  /// Sum of every cell's count (detects a count past 2^32 - 1). Synchronizes.
+  [[nodiscard]] std::uint64_t total_count();
+  /// The largest count of a cell. Synchronizes.
+  [[nodiscard]] std::uint32_t max_count();
+
+  /// Starts over on `band` (another band of the grid, or another grid): accumulators resized and
+  /// zeroed, point counters zeroed; times and registered memory kept. Synchronizes.
+  void reset(grid_band const& band);
+
+  [[nodiscard]] gpu_binner_times times();
+  [[nodiscard]] grid_band const& band() const noexcept;
+
+  struct impl;
+
+ private:
+  std::unique_ptr<impl> impl_;
+};
+
+/// Starts CUDA (driver, context, memory pool) on the calling thread and says whether a usable GPU is
+/// there (gpu_available()), so that a background thread can pay the start-up while the inputs are
+/// opened and read. Never throws.
+[[nodiscard]] bool start_gpu(std::string* reason = nullptr) noexcept;
+
+}  // namespace heightgrid

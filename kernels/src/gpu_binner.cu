@@ -1,0 +1,463 @@
+// gpu_binner: the streaming grid on the device (see gpu_binner.hpp).
+
+#include "detail/cuda_check.cuh"
+#include "detail/cuda_event.cuh"
+#include "detail/device_buffer.cuh"
+#include "detail/device_context.cuh"
+#include "detail/grid_accumulate.cuh"
+#include "detail/impl.cuh"
+#include "detail/pinned_staging.cuh"
+#include "heightgrid/kernels/device_csr.hpp"
+#include "heightgrid/kernels/gpu.hpp"
+#include "heightgrid/kernels/gpu_binner.hpp"
+
+#include <cub/device/device_radix_sort.cuh>
+#include <cub/device/device_run_length_encode.cuh>
+#include <cub/device/device_scan.cuh>
+
+#include <algorithm>
+#include <array>
+#include <exception>
+#include <utility>
+#include <vector>
+
+namespace heightgrid {
+namespace {
+
+/// Bits of a sort key that can be set: keys are band-local cells in [0, band_cells].
+int key_bits(std::uint64_t band_cells) noexcept
+{
+  int bits = 1;
+  while (bits < 32 && (std::uint64_t{1} << bits) <= band_cells) { ++bits; }
+  return bits;
+}
+
+/// A callback handed to cudaLaunchHostFunc: runs the pipeline's release function once, on CUDA's
+/// callback thread, and never lets an exception out.
+void CUDART_CB run_release(void* p) noexcept
+{
+  auto* f = static_cast<std::function<void()>*>(p);
+  try {
+    (*f)();
+  } catch (...) {  // the release function only queues a slot; nothing to recover here
+  }
+  delete f;
+}
+
+/// How many event pairs are kept to time batches: older pairs are read (and their batches long done)
+/// before reuse, so the timing never stalls the pipeline.
+constexpr std::size_t timing_ring = 64;
+
+}  // namespace
+
+struct gpu_binner::impl {
+  grid_band band;
+  gpu_binner_options options;
+  cudaStream_t copy{nullptr};
+  cudaStream_t compute{nullptr};
+
+  detail::device_buffer<std::uint64_t> lo, hi;
+  detail::device_buffer<std::uint32_t> count;
+  detail::device_buffer<double> sum, m2;
+  detail::device_buffer<detail::batch_counters> counters;
+
+  struct device_slot {
+    detail::device_buffer<std::byte> data;
+    detail::cuda_event uploaded;  // copy stream: the batch is on the device
+    detail::cuda_event binned;    // compute stream: the device copy may be overwritten
+    bool used{false};
+  };
+  std::vector<device_slot> slots;
+  std::uint64_t next{0};
+
+  // Scratch of the sorted reduction (one set: the compute stream runs one batch at a time).
+  detail::device_buffer<cell_id> keys, keys_sorted, unique;
+  detail::device_buffer<double> z, z_sorted;
+  detail::device_buffer<std::uint64_t> run_counts;
+  detail::device_buffer<point_offset> offsets;
+  detail::device_buffer<int> num_runs;
+  detail::device_buffer<std::byte> cub_temp;
+  std::size_t cub_temp_bytes{0};
+
+  struct timing_pair {
+    detail::cuda_event h2d_start, h2d_stop, bin_start, bin_stop;
+    bool pending{false};
+  };
+  std::array<timing_pair, timing_ring> timing;
+  gpu_binner_times totals;
+
+  std::vector<void*> registered;
+
+  accumulator_view view() noexcept
+  {
+    return {lo.data(), hi.data(), count.data(), sum.empty() ? nullptr : sum.data(), m2.empty() ? nullptr : m2.data(),
+            band.cells()};
+  }
+
+  void collect(timing_pair& t)
+  {
+    if (!t.pending) { return; }
+    totals.h2d_ms += detail::elapsed_ms(t.h2d_start, t.h2d_stop);
+    totals.bin_ms += detail::elapsed_ms(t.bin_start, t.bin_stop);
+    t.pending = false;
+  }
+
+  ~impl()
+  {
+    // Everything queued must finish before the buffers are freed and the streams destroyed.
+    if (copy != nullptr) { (void)cudaStreamSynchronize(copy); }
+    if (compute != nullptr) { (void)cudaStreamSynchronize(compute); }
+    for (void* p : registered) { (void)cudaHostUnregister(p); }
+    cudaGetLastError();
+  }
+
+  void launch_atomic(void const* data, point_batch const& b)
+  {
+    auto const blocks = detail::grid_blocks(b.size, detail::batch_policy::block_threads);
+    auto const acc = view();
+    if (b.encoding == coord_encoding::float64) {
+      detail::batch_columns<coord_encoding::float64> const cols{data, b.capacity, b.transform};
+      detail::accumulate_atomic_thread_per_point_kernel<<<blocks, detail::batch_policy::block_threads, 0, compute>>>(
+        cols, b.size, band.grid, band.first_cell(), acc, counters.data());
+    } else {
+      detail::batch_columns<coord_encoding::scaled_int32> const cols{data, b.capacity, b.transform};
+      detail::accumulate_atomic_thread_per_point_kernel<<<blocks, detail::batch_policy::block_threads, 0, compute>>>(
+        cols, b.size, band.grid, band.first_cell(), acc, counters.data());
+    }
+    CUDA_CHECK_LAUNCH();
+  }
+
+  void launch_sorted(void const* data, point_batch const& b)
+  {
+    std::uint64_t const n = b.size;
+    std::uint64_t const band_cells = band.cells();
+    auto const blocks = detail::grid_blocks(n, detail::batch_policy::block_threads);
+    if (b.encoding == coord_encoding::float64) {
+      detail::batch_columns<coord_encoding::float64> const cols{data, b.capacity, b.transform};
+      detail::batch_keys_thread_per_point_kernel<<<blocks, detail::batch_policy::block_threads, 0, compute>>>(
+        cols, n, band.grid, band.first_cell(), band_cells, keys.data(), z.data(), counters.data());
+    } else {
+      detail::batch_columns<coord_encoding::scaled_int32> const cols{data, b.capacity, b.transform};
+      detail::batch_keys_thread_per_point_kernel<<<blocks, detail::batch_policy::block_threads, 0, compute>>>(
+        cols, n, band.grid, band.first_cell(), band_cells, keys.data(), z.data(), counters.data());
+    }
+    CUDA_CHECK_LAUNCH();
+    auto const items = static_cast<int>(n);
+    // Stable: a cell's points keep their batch order, so the modes reduce them as the CPU does.
+    std::size_t temp = cub_temp_bytes;
+    CUDA_TRY(cub::DeviceRadixSort::SortPairs(cub_temp.data(), temp, keys.data(), keys_sorted.data(), z.data(),
+                                             z_sorted.data(), items, 0, key_bits(band_cells), compute));
+    // Counts past the last run stay 0, so the exclusive scan gives empty segments there: the CSR has
+    // n segments (no host round trip for the number of runs), the trailing ones empty.
+    run_counts.fill_bytes(0, compute);
+    temp = cub_temp_bytes;
+    CUDA_TRY(cub::DeviceRunLengthEncode::Encode(cub_temp.data(), temp, keys_sorted.data(), unique.data(),
+                                                run_counts.data(), num_runs.data(), items, compute));
+    temp = cub_temp_bytes;
+    CUDA_TRY(cub::DeviceScan::ExclusiveSum(cub_temp.data(), temp, run_counts.data(), offsets.data(), items + 1, compute));
+    device_csr_view const csr{offsets.data(), z_sorted.data(), n, n, device_csr_view::unknown};
+    // The merge keeps min, max and count always; mean/stddev when asked. Asking for min and max
+    // also makes every mode store through store_cell / store_bands<extremes>, where the merge is.
+    metric_request r = options.request;
+    r.min = r.max = r.count = true;
+    detail::output_bands out{};
+    out.merge = detail::grid_merge{view(), unique.data()};
+    detail::reduce_view(options.mode, csr, r, out, 0.0f, compute);
+  }
+};
+
+std::size_t gpu_binner::device_bytes(grid_band const& band, gpu_binner_options const& o)
+{
+  std::size_t const cells = band.cells();
+  std::size_t const n = o.batch_points;
+  std::size_t bytes = cells * accumulator_bytes_per_cell(o.request);
+  bytes += static_cast<std::size_t>(std::max(1, o.device_batches)) * batch_bytes(n);
+  if (o.reduction == batch_reduction::sorted) {
+    // keys x3, z x2, run counts, offsets, and cub's temporary storage (bounded by about 2n words).
+    bytes += n * (3 * sizeof(cell_id) + 2 * sizeof(double) + sizeof(std::uint64_t)) + (n + 1) * sizeof(point_offset);
+    bytes += 4 * n * sizeof(std::uint64_t) + (std::size_t{1} << 20);
+  }
+  return bytes;
+}
+
+gpu_binner::gpu_binner(grid_band const& band, gpu_binner_options const& o)
+{
+  EXPECTS(o.batch_points > 0 && o.batch_points <= (std::size_t{1} << 30), error_kind::internal,
+          "gpu_binner: batch_points " + std::to_string(o.batch_points) + " is not in 1..2^30");
+  EXPECTS(o.reduction == batch_reduction::sorted || !o.request.needs_sums(), error_kind::usage,
+          "the atomic batch reduction keeps min, max and count only; mean and stddev need the sorted one");
+  EXPECTS(o.reduction == batch_reduction::atomic || mode_reduces_csr(o.mode), error_kind::usage,
+          "the sorted batch reduction needs a mode that reduces a CSR, not " + std::string(mode_name(o.mode)));
+  detail::require_device();
+  impl_ = std::make_unique<impl>();
+  auto& s = *impl_;
+  s.band = band;
+  s.options = o;
+  s.options.device_batches = std::max(1, o.device_batches);
+  CUDA_TRY(cudaStreamCreateWithFlags(&s.copy, cudaStreamNonBlocking));
+  CUDA_TRY(cudaStreamCreateWithFlags(&s.compute, cudaStreamNonBlocking));
+  cudaStream_t const st = s.compute;
+  std::uint64_t const cells = band.cells();
+  s.lo = detail::device_buffer<std::uint64_t>(cells, st);
+  s.hi = detail::device_buffer<std::uint64_t>(cells, st);
+  s.count = detail::device_buffer<std::uint32_t>(cells, st);
+  if (o.request.needs_sums()) { s.sum = detail::device_buffer<double>(cells, st); }
+  if (o.request.stddev) { s.m2 = detail::device_buffer<double>(cells, st); }
+  for (auto* b : {&s.lo, &s.hi}) { b->fill_bytes(0, st); }
+  s.count.fill_bytes(0, st);
+  s.sum.fill_bytes(0, st);
+  s.m2.fill_bytes(0, st);
+  s.counters = detail::device_buffer<detail::batch_counters>(1, st);
+  s.counters.fill_bytes(0, st);
+  s.slots.resize(static_cast<std::size_t>(s.options.device_batches));
+  for (auto& slot : s.slots) { slot.data = detail::device_buffer<std::byte>(batch_bytes(o.batch_points), st); }
+  if (o.reduction == batch_reduction::sorted) {
+    std::size_t const n = o.batch_points;
+    s.keys = detail::device_buffer<cell_id>(n, st);
+    s.keys_sorted = detail::device_buffer<cell_id>(n, st);
+    s.unique = detail::device_buffer<cell_id>(n, st);
+    s.z = detail::device_buffer<double>(n, st);
+    s.z_sorted = detail::device_buffer<double>(n, st);
+    s.run_counts = detail::device_buffer<std::uint64_t>(n + 1, st);
+    s.offsets = detail::device_buffer<point_offset>(n + 1, st);
+    s.num_runs = detail::device_buffer<int>(1, st);
+    auto const items = static_cast<int>(n);
+    std::size_t sort_bytes = 0, rle_bytes = 0, scan_bytes = 0;
+    CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, s.keys.data(), s.keys_sorted.data(), s.z.data(),
+                                             s.z_sorted.data(), items, 0, 32, st));
+    CUDA_TRY(cub::DeviceRunLengthEncode::Encode(nullptr, rle_bytes, s.keys_sorted.data(), s.unique.data(),
+                                                s.run_counts.data(), s.num_runs.data(), items, st));
+    CUDA_TRY(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, s.run_counts.data(), s.offsets.data(), items + 1, st));
+    s.cub_temp_bytes = std::max({sort_bytes, rle_bytes, scan_bytes, std::size_t{1}});
+    s.cub_temp = detail::device_buffer<std::byte>(s.cub_temp_bytes, st);
+  }
+  CUDA_TRY(cudaStreamSynchronize(st));
+}
+
+gpu_binner::~gpu_binner() = default;
+
+grid_band const& gpu_binner::band() const noexcept { return impl_->band; }
+
+void gpu_binner::register_host_memory(void* p, std::size_t bytes)
+{
+  if (bytes == 0) { return; }
+  CUDA_TRY_ALLOC(cudaHostRegister(p, bytes, cudaHostRegisterPortable), bytes, detail::memory_space::pinned_host);
+  impl_->registered.push_back(p);
+}
+
+void gpu_binner::submit(point_batch const& b, std::function<void()> released)
+{
+  auto& s = *impl_;
+  bool handed_over = false;  // once the callback is queued, it releases the host memory
+  try {
+    EXPECTS(b.capacity == s.options.batch_points && b.size <= b.capacity, error_kind::internal,
+            "gpu_binner::submit: a batch of " + std::to_string(b.size) + " / " + std::to_string(b.capacity) +
+              " points for a binner of " + std::to_string(s.options.batch_points));
+    auto& slot = s.slots[s.next % s.slots.size()];
+    auto& t = s.timing[s.next % timing_ring];
+    ++s.next;
+    s.collect(t);  // a batch timing_ring batches old: long done
+    // The device copy may be overwritten once the compute stream has binned its last batch.
+    if (slot.used) { CUDA_TRY(cudaStreamWaitEvent(s.copy, slot.binned.get(), 0)); }
+    t.h2d_start.record(s.copy);
+    std::size_t const column = b.column_bytes();
+    if (b.size == b.capacity) {
+      CUDA_TRY(cudaMemcpyAsync(slot.data.data(), b.data, 3 * column * b.capacity, cudaMemcpyHostToDevice, s.copy));
+    } else if (b.size > 0) {
+      for (int axis = 0; axis < 3; ++axis) {
+        std::size_t const at = static_cast<std::size_t>(axis) * column * b.capacity;
+        CUDA_TRY(cudaMemcpyAsync(slot.data.data() + at, static_cast<std::byte const*>(b.data) + at, column * b.size,
+                                 cudaMemcpyHostToDevice, s.copy));
+      }
+    }
+    t.h2d_stop.record(s.copy);
+    slot.uploaded.record(s.copy);
+    auto* callback = new std::function<void()>(released);
+    if (auto const status = cudaLaunchHostFunc(s.copy, run_release, callback); status != cudaSuccess) {
+      delete callback;
+      CUDA_TRY(status);
+    }
+    handed_over = true;
+    s.totals.bytes_uploaded += 3 * column * b.size;
+    ++s.totals.batches;
+
+    CUDA_TRY(cudaStreamWaitEvent(s.compute, slot.uploaded.get(), 0));
+    t.bin_start.record(s.compute);
+    if (b.size > 0) {
+      if (s.options.reduction == batch_reduction::atomic) {
+        s.launch_atomic(slot.data.data(), b);
+      } else {
+        s.launch_sorted(slot.data.data(), b);
+      }
+    }
+    t.bin_stop.record(s.compute);
+    slot.binned.record(s.compute);
+    slot.used = true;
+    t.pending = true;
+  } catch (...) {
+    if (!handed_over && released) { released(); }  // the host memory is the caller's again
+    throw;
+  }
+}
+
+void gpu_binner::synchronize()
+{
+  auto& s = *impl_;
+  CUDA_TRY(cudaStreamSynchronize(s.copy));
+  CUDA_TRY(cudaStreamSynchronize(s.compute));
+  for (auto& t : s.timing) { s.collect(t); }
+}
+
+std::uint64_t gpu_binner::points_outside()
+{
+  detail::batch_counters c{};
+  CUDA_TRY(cudaMemcpyAsync(&c, impl_->counters.data(), sizeof c, cudaMemcpyDeviceToHost, impl_->compute));
+  CUDA_TRY(cudaStreamSynchronize(impl_->compute));
+  return c.outside;
+}
+
+std::uint64_t gpu_binner::points_binned()
+{
+  detail::batch_counters c{};
+  CUDA_TRY(cudaMemcpyAsync(&c, impl_->counters.data(), sizeof c, cudaMemcpyDeviceToHost, impl_->compute));
+  CUDA_TRY(cudaStreamSynchronize(impl_->compute));
+  return c.binned;
+}
+
+cell_results gpu_binner::finalize_rows(std::uint32_t row0, std::uint32_t rows, std::uint32_t cols,
+                                       metric_request const& request, float nodata)
+{
+  auto& s = *impl_;
+  EXPECTS(std::uint64_t{row0} + rows <= s.band.rows && cols <= s.band.grid.cols, error_kind::internal,
+          "gpu_binner::finalize_rows: window outside the band");
+  detail::cuda_event start, stop;
+  cudaStream_t const st = s.compute;
+  start.record(st);
+  std::uint64_t const cells = std::uint64_t{rows} * cols;
+  auto const band = [&](bool wanted) { return detail::device_buffer<float>(wanted ? cells : 0, st); };
+  auto min = band(request.min), max = band(request.max), range = band(request.range), mean = band(request.mean),
+       stddev = band(request.stddev);
+  detail::device_buffer<std::uint32_t> count(request.count ? cells : 0, st);
+  band_pointers const out{min.data(), max.data(), range.data(), count.data(), mean.data(), stddev.data()};
+  if (cells > 0) {
+    detail::finalize_rows_thread_per_cell_kernel<<<detail::grid_blocks(cells, detail::batch_policy::block_threads),
+                                                   detail::batch_policy::block_threads, 0, st>>>(
+      s.view(), std::uint64_t{row0} * s.band.grid.cols, s.band.grid.cols, cols, cells, out, nodata);
+    CUDA_CHECK_LAUNCH();
+  }
+  cell_results r;
+  detail::pinned_staging staging(cells * sizeof(float));
+  auto const download = [&](auto& host, auto const& device) {
+    if (device.empty()) { return; }
+    host.resize(cells);
+    staging.to_host(host.data(), device.data(), device.bytes(), st);
+  };
+  download(r.min, min);
+  download(r.max, max);
+  download(r.range, range);
+  download(r.count, count);
+  download(r.mean, mean);
+  download(r.stddev, stddev);
+  stop.record(st);
+  CUDA_TRY(cudaStreamSynchronize(st));
+  s.totals.finalize_ms += detail::elapsed_ms(start, stop);
+  return r;
+}
+
+void gpu_binner::download_extremes(std::uint32_t row0, std::uint32_t rows, std::uint64_t* lo, std::uint64_t* hi,
+                                   std::uint32_t* count)
+{
+  auto& s = *impl_;
+  EXPECTS(std::uint64_t{row0} + rows <= s.band.rows, error_kind::internal,
+          "gpu_binner::download_extremes: window outside the band");
+  std::uint64_t const first = std::uint64_t{row0} * s.band.grid.cols;
+  std::uint64_t const cells = std::uint64_t{rows} * s.band.grid.cols;
+  detail::pinned_staging staging(cells * sizeof(std::uint64_t));
+  staging.to_host(lo, s.lo.data() + first, cells * sizeof(std::uint64_t), s.compute);
+  staging.to_host(hi, s.hi.data() + first, cells * sizeof(std::uint64_t), s.compute);
+  staging.to_host(count, s.count.data() + first, cells * sizeof(std::uint32_t), s.compute);
+  CUDA_TRY(cudaStreamSynchronize(s.compute));
+}
+
+std::uint64_t gpu_binner::total_count()
+{
+  auto& s = *impl_;
+  detail::device_buffer<unsigned long long> total(1, s.compute);
+  total.fill_bytes(0, s.compute);
+  std::uint64_t const cells = s.band.cells();
+  if (cells > 0) {
+    detail::sum_counts_thread_per_cell_kernel<<<detail::grid_blocks(cells, 4 * detail::batch_policy::block_threads),
+                                                detail::batch_policy::block_threads, 0, s.compute>>>(
+      s.count.data(), cells, total.data());
+    CUDA_CHECK_LAUNCH();
+  }
+  unsigned long long host = 0;
+  CUDA_TRY(cudaMemcpyAsync(&host, total.data(), sizeof host, cudaMemcpyDeviceToHost, s.compute));
+  CUDA_TRY(cudaStreamSynchronize(s.compute));
+  return host;
+}
+
+std::uint32_t gpu_binner::max_count()
+{
+  auto& s = *impl_;
+  detail::device_buffer<unsigned int> largest(1, s.compute);
+  largest.fill_bytes(0, s.compute);
+  std::uint64_t const cells = s.band.cells();
+  if (cells > 0) {
+    detail::max_count_thread_per_cell_kernel<<<detail::grid_blocks(cells, 4 * detail::batch_policy::block_threads),
+                                               detail::batch_policy::block_threads, 0, s.compute>>>(
+      s.count.data(), cells, largest.data());
+    CUDA_CHECK_LAUNCH();
+  }
+  unsigned int host = 0;
+  CUDA_TRY(cudaMemcpyAsync(&host, largest.data(), sizeof host, cudaMemcpyDeviceToHost, s.compute));
+  CUDA_TRY(cudaStreamSynchronize(s.compute));
+  return host;
+}
+
+void gpu_binner::reset(grid_band const& band)
+{
+  auto& s = *impl_;
+  synchronize();
+  cudaStream_t const st = s.compute;
+  std::uint64_t const cells = band.cells();
+  if (cells != s.band.cells()) {
+    s.lo = detail::device_buffer<std::uint64_t>(cells, st);
+    s.hi = detail::device_buffer<std::uint64_t>(cells, st);
+    s.count = detail::device_buffer<std::uint32_t>(cells, st);
+    if (!s.sum.empty()) { s.sum = detail::device_buffer<double>(cells, st); }
+    if (!s.m2.empty()) { s.m2 = detail::device_buffer<double>(cells, st); }
+  }
+  s.band = band;
+  for (auto* b : {&s.lo, &s.hi}) { b->fill_bytes(0, st); }
+  s.count.fill_bytes(0, st);
+  s.sum.fill_bytes(0, st);
+  s.m2.fill_bytes(0, st);
+  s.counters.fill_bytes(0, st);
+  CUDA_TRY(cudaStreamSynchronize(st));
+}
+
+gpu_binner_times gpu_binner::times()
+{
+  for (auto& t : impl_->timing) { impl_->collect(t); }
+  return impl_->totals;
+}
+
+bool start_gpu(std::string* reason) noexcept
+{
+  if (!gpu_available(reason)) { return false; }
+  try {
+    detail::require_device();
+    return true;
+  } catch (std::exception const& e) {
+    if (reason != nullptr) {
+      try {
+        *reason = e.what();
+      } catch (...) {
+      }
+    }
+    return false;
+  }
+}
+
+}  // namespace heightgrid
