@@ -257,20 +257,87 @@ synthetic_source::synthetic_source(synth_options const& options) : options_(opti
 
 bool synthetic_source::read(point_chunk& chunk, std::size_t max_points)
 {
-  chunk.clear();
   auto const n = static_cast<std::size_t>(std::min<std::uint64_t>(max_points, options_.points - next_));
-  if (n == 0) { return false; }
+  if (n == 0) {
+    chunk.clear();
+    return false;
+  }
+  generate(next_, n, chunk);
+  next_ += n;
+  return true;
+}
+
+void synthetic_source::generate(std::uint64_t first, std::size_t n, point_chunk& chunk) const
+{
+  chunk.clear();
   chunk.x.resize(n);
   chunk.y.resize(n);
   chunk.z.resize(n);
   switch (options_.kind) {
-    case synth_kind::uniform: generate_uniform(chunk, next_, n); break;
-    case synth_kind::lidar: generate_lidar(chunk, next_, n); break;
-    case synth_kind::skewed: generate_skewed(chunk, next_, n); break;
-    case synth_kind::clustered: generate_clustered(chunk, next_, n); break;
+    case synth_kind::uniform: generate_uniform(chunk, first, n); break;
+    case synth_kind::lidar: generate_lidar(chunk, first, n); break;
+    case synth_kind::skewed: generate_skewed(chunk, first, n); break;
+    case synth_kind::clustered: generate_clustered(chunk, first, n); break;
   }
-  next_ += n;
-  return true;
+}
+
+namespace {
+
+class synthetic_part_source final : public part_source {
+ public:
+  synthetic_part_source(synth_options const& options, std::size_t part_points)
+    : source_(options), points_(options.points), part_(part_points)
+  {
+    expects(part_points > 0, error_kind::usage, "synthetic parts: the part size must be > 0");
+    declared_.extend(options.xmin, options.ymin);
+    declared_.extend(options.xmax, options.ymax);
+  }
+
+  [[nodiscard]] source_info const& info() const override { return source_.info(); }
+  [[nodiscard]] std::optional<bounds> declared_bounds() const override { return declared_; }
+  [[nodiscard]] std::optional<std::uint64_t> part_count() const override { return (points_ + part_ - 1) / part_; }
+  [[nodiscard]] bool concurrent_parts() const override { return true; }
+  [[nodiscard]] std::size_t max_part_points() const override { return part_; }
+
+  part_result read_part(std::uint64_t k, filter_rules const& rules, point_batch& out) override
+  {
+    expects(out.capacity >= part_ && k < (points_ + part_ - 1) / part_, error_kind::internal,
+            "synthetic parts: part " + std::to_string(k) + " or its batch is out of range");
+    thread_local point_chunk chunk;
+    std::uint64_t const first = k * part_;
+    auto const n = static_cast<std::size_t>(std::min<std::uint64_t>(part_, points_ - first));
+    source_.generate(first, n, chunk);
+    part_result r;
+    r.last = first + n == points_;
+    apply_filter(rules, chunk, r.filtered);
+    out.encoding = coord_encoding::float64;
+    out.size = chunk.size();
+    double* x = out.x();
+    double* y = out.y();
+    double* z = out.z();
+    for (std::size_t i = 0; i < chunk.size(); ++i) {
+      x[i] = chunk.x[i];
+      y[i] = chunk.y[i];
+      z[i] = chunk.z[i];
+      r.extent.extend(x[i], y[i]);
+      r.z_min = std::min(r.z_min, z[i]);
+      r.z_max = std::max(r.z_max, z[i]);
+    }
+    return r;
+  }
+
+ private:
+  synthetic_source source_;
+  std::uint64_t points_;
+  std::size_t part_;
+  bounds declared_;
+};
+
+}  // namespace
+
+std::unique_ptr<part_source> synthetic_parts(synth_options const& options, std::size_t part_points)
+{
+  return std::make_unique<synthetic_part_source>(options, part_points);
 }
 
 void synthetic_source::generate_uniform(point_chunk& chunk, std::uint64_t base, std::size_t n) const

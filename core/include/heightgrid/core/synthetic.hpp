@@ -97,6 +97,10 @@ class synthetic_source final : public point_source {
   [[nodiscard]] source_info const& info() const override { return info_; }
   bool read(point_chunk& chunk, std::size_t max_points) override;
 
+  /// Points [first, first + n) into `chunk` (resized to n), whatever was read before: the same
+  /// points read() gives there. Safe to call from several threads at once.
+  void generate(std::uint64_t first, std::size_t n, point_chunk& chunk) const;
+
  private:
   struct hotspot {
     double cx, cy, sigma, height;
@@ -117,5 +121,10 @@ class synthetic_source final : public point_source {
   // clustered
   std::vector<hotspot> hotspots_;
 };
+
+/// The synthetic cloud as a concurrent part_source: part k is points [k * part_points, ...), read
+/// by any thread in any order (the points do not depend on how they are read). Declared bounds
+/// are the extent. Filters apply as to any source.
+[[nodiscard]] std::unique_ptr<part_source> synthetic_parts(synth_options const& options, std::size_t part_points);
 
 }  // namespace heightgrid
