@@ -3,6 +3,9 @@
 #include "bandwidth.hpp"
 #include "compare_plot.hpp"
 #include "output_file.hpp"
+#include "pipeline/scheduler.hpp"
+#include "pipeline/sinks.hpp"
+#include "pipeline/sources.hpp"
 #include "report.hpp"
 #include "synth_command.hpp"
 
@@ -249,13 +252,9 @@ CLI::App* add_compare_command(CLI::App& app, compare_options& o)
   auto* cmd = app.add_subcommand(
     "compare", "Reduce one input's grid with every mode (GPU modes and the CPU), check that they agree, and "
                "time them next to the input's points-per-cell imbalance");
-  cmd->add_option("inputs", o.input.inputs, "Input files, directories or globs (or use --synth KIND)");
-  auto* res = cmd->add_option("--res", o.res, "Square cell size, in CRS units")->expected(1);
-  auto* tr = cmd->add_option("--tr", o.tr, "Cell size XRES YRES")->expected(2);
-  res->excludes(tr);
-  cmd->add_option("--te", o.te, "Grid extent XMIN YMIN XMAX YMAX; points outside are dropped")->expected(4);
-  cmd->add_option("--metrics", o.metrics, "Bands every mode computes: range,min,max,count,mean,stddev")
-    ->default_val("range");
+  cmd->add_option("inputs", o.in.inputs, "Input files, directories or globs (or use --synth KIND)");
+  add_geometry_options(*cmd, o.geometry);
+  add_metrics_option(*cmd, o.metrics, "Bands every mode computes");
   cmd->add_option("--modes", o.modes,
                   "Comma list of modes to run, the first being the reference the others must match "
                   "(default: every GPU mode, then cpu: " +
@@ -272,7 +271,7 @@ CLI::App* add_compare_command(CLI::App& app, compare_options& o)
   cmd->add_option("--replot", o.replot,
                   "Run nothing: draw --plot from the --json of an earlier run (e.g. one on a machine without gnuplot)");
   cmd->add_option("--threads", o.threads, "CPU threads (default: all cores)");
-  add_input_options(*cmd, o.input);
+  add_input_options(*cmd, o.in);
   cmd->footer(synth_kinds_help() + R"(
 
 GPU modes are timed with CUDA events (kernel_ms: all of a mode's work), cpu with the wall clock.
@@ -292,27 +291,21 @@ int run_compare(compare_options const& o)
 {
   if (!o.replot.empty()) { return replot(o); }
   // --- every option, checked together before any work
-  auto const [xres, yres] = cell_size(o.res, o.tr);
+  auto const [xres, yres] = cell_size(o.geometry);
   auto const metrics = parse_metric_list(o.metrics);
   auto const request = metric_request::from(metrics);
-  auto const filter = make_filter(o.input);
+  auto const filter = make_filter(o.in);
   auto const modes = parse_modes(o.modes);
   expects(o.repeat >= 1, error_kind::usage, "--repeat must be >= 1");
   auto const csr = parse_csr_method(o.csr.empty() ? std::string(csr_method_name(default_csr_method)) : o.csr);
   expects(csr.has_value(), error_kind::usage, "--csr: '" + o.csr + "' is not counting or radix_sort");
-  expects(o.threads >= 0, error_kind::usage, "--threads must be >= 0");
-  if (o.threads > 0) { omp_set_num_threads(o.threads); }
-  std::optional<grid_spec> fixed_grid;
-  if (!o.te.empty()) { fixed_grid = grid_from_extent(o.te[0], o.te[1], o.te[2], o.te[3], xres, yres); }
+  unsigned const threads = apply_threads(o.threads);
+  auto const fixed_grid = app::fixed_grid(o.geometry);
   expects(o.json.empty() || o.json != o.plot, error_kind::usage, "--json and --plot name the same file");
   if (!o.json.empty()) { check_output_file(o.json, o.overwrite, "--json"); }
   if (!o.plot.empty()) { check_output_file(o.plot, o.overwrite, "--plot"); }
   std::optional<double> const cell_hint = xres == yres ? std::optional<double>(xres) : std::nullopt;
-  std::optional<synth_options> synth;
-  if (!o.input.synth.empty()) {
-    synth = make_synth_options(parse_synth_kind_option(o.input.synth, "--synth"), o.input.synthetic, cell_hint,
-                               "--synth-extent");
-  }
+  auto const paths = input_paths(o.in);
 
   // --- which modes can run here
   std::string why_not;
@@ -341,20 +334,29 @@ int run_compare(compare_options const& o)
     return m.gpu && !mode_reduces_csr(*m.gpu);
   });
 
-  // --- read + filter
-  std::vector<std::string> paths;
-  auto sources = open_inputs(o.input, paths, cell_hint);
+  // --- read + filter: every point, in input order (the CSR keeps it, and with it every sum's order)
+  auto const opened = open_sources(o.in, paths, cell_hint, threads);
+  auto const& synth = opened.synth;
+  auto const sources = source_pointers(opened.sources);
+  std::size_t batch_points = 1;
+  for (auto* s : sources) { batch_points = std::max(batch_points, s->max_part_points()); }
   phase_times phases;
   stopwatch read_clock;
-  auto loaded = load_points(sources, filter, o.input.input.chunk_points, stderr_is_terminal());
-  sources.clear();
+  struct {
+    point_chunk points;
+    part_result read;
+  } loaded;
+  {
+    collect_sink sink(threads, batch_points, loaded.points);
+    loaded.read = read_parts(sources, filter_rules(filter), {threads, true}, sink).total;
+  }
   phases.read_ms = read_clock.seconds() * 1e3;
-  if (loaded.filtered.non_finite > 0) {
-    spdlog::warn("skipped {} points with NaN or infinite coordinates", with_commas(loaded.filtered.non_finite));
+  if (loaded.read.filtered.non_finite > 0) {
+    spdlog::warn("skipped {} points with NaN or infinite coordinates", with_commas(loaded.read.filtered.non_finite));
   }
   expects(!loaded.points.empty() || fixed_grid.has_value(), error_kind::input,
           (paths.empty() ? std::string("input") : paths.front()) + ": no points left to compare on");
-  grid_spec const grid = fixed_grid ? *fixed_grid : grid_from_bounds(loaded.extent, xres, yres);
+  grid_spec const grid = fixed_grid ? *fixed_grid : grid_from_bounds(loaded.read.extent, xres, yres);
   std::uint64_t const points_kept = loaded.points.size();
 
   // --- the CSR, once
@@ -467,10 +469,12 @@ int run_compare(compare_options const& o)
 
   // --- report
   std::string input_name;  // the generator's description for --synth, else the files
-  for (auto const& s : loaded.sources) { input_name += (input_name.empty() ? "" : ", ") + (synth ? s.format : s.path); }
+  for (auto* s : sources) {
+    input_name += (input_name.empty() ? "" : ", ") + (synth ? s->info().format : s->info().path);
+  }
   std::string text;
   text += fmt::format("input: {}: {} points read, {} kept, {} binned, {} outside the grid\n", input_name,
-                      with_commas(loaded.filtered.points_in), with_commas(points_kept), with_commas(binned.points_binned),
+                      with_commas(loaded.read.filtered.points_in), with_commas(points_kept), with_commas(binned.points_binned),
                       with_commas(binned.points_outside));
   if (device && peak) {
     text += fmt::format("device: {} ({} SMs, {} memory); read bandwidth {:.1f} GB/s ({} streaming read, median of {})\n",
@@ -523,9 +527,9 @@ int run_compare(compare_options const& o)
     j["command"] = o.command_line;
     j["heightgrid_version"] = "0.1.0";
     json in;
-    json sources = json::array();
-    for (auto const& s : loaded.sources) { sources.push_back({{"path", s.path}, {"format", s.format}}); }
-    in["sources"] = sources;
+    json files = json::array();
+    for (auto* s : sources) { files.push_back({{"path", s->info().path}, {"format", s->info().format}}); }
+    in["sources"] = files;
     if (synth) {
       in["synthetic"] = {{"kind", synth_kind_name(synth->kind)},
                          {"seed", synth->seed},
@@ -537,7 +541,7 @@ int run_compare(compare_options const& o)
                          {"zipf_s", synth->zipf_s},
                          {"hotspots", synth->hotspots}};
     }
-    auto const& f = loaded.filtered;
+    auto const& f = loaded.read.filtered;
     in["points_read"] = f.points_in;
     in["points_kept"] = points_kept;
     in["filtered"] = {{"non_finite", f.non_finite}, {"by_class", f.by_class}, {"withheld", f.withheld},

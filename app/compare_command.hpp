@@ -2,7 +2,7 @@
 // `heightgrid compare`: build the CSR of an input once, reduce it with every mode, check that all
 // modes give the same bands, and report their times next to the input's load imbalance.
 
-#include "grid_command.hpp"
+#include "options.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -12,10 +12,8 @@
 namespace heightgrid::app {
 
 struct compare_options {
-  grid_options input;  ///< inputs, reader, filter and --synth options (shared with grid)
-  std::vector<double> res;
-  std::vector<double> tr;
-  std::vector<double> te;
+  input_selection in;
+  grid_geometry geometry;
   std::string metrics{"range"};
   std::string modes;  ///< comma list; empty: every GPU mode (all_modes()) and cpu
   int repeat{10};

@@ -1,23 +1,20 @@
 #include "grid_command.hpp"
 
-#include "bandwidth.hpp"
+#include "pipeline/grid_job.hpp"
+#include "pipeline/sources.hpp"
 #include "report.hpp"
-#include "synth_command.hpp"
 
-#include "heightgrid/core/binning.hpp"
-#include "heightgrid/core/cell_stats.hpp"
 #include "heightgrid/core/error.hpp"
-#include "heightgrid/core/grid_spec.hpp"
-#include "heightgrid/core/synthetic.hpp"
 #include "heightgrid/io/crs.hpp"
 #include "heightgrid/io/geotiff_writer.hpp"
-#include "heightgrid/kernels/grid_gpu.hpp"
+#include "heightgrid/kernels/gpu_binner.hpp"
+#include "heightgrid/kernels/reduce_mode.hpp"
 
-#include <omp.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <sstream>
 
 namespace heightgrid::app {
@@ -70,185 +67,125 @@ std::string describe_filtered(filter_stats const& f)
   return s.str();
 }
 
-/// Host bytes the CPU backend needs beyond the points already read: cell ids and the
-/// cell-ordered z per point, offsets (and per-thread histograms) per cell, and the output bands.
-double cpu_bytes_needed(std::uint64_t points, std::uint64_t cells, std::size_t bands)
-{
-  double const threads = static_cast<double>(std::max(1, omp_get_max_threads()));
-  double const hist = static_cast<double>(threads) * static_cast<double>(cells) <= static_cast<double>(points) ? threads : 1.0;
-  return static_cast<double>(points) * (sizeof(cell_id) + sizeof(double)) +
-         static_cast<double>(cells) * (sizeof(point_offset) * (1.0 + hist) + 4.0 * static_cast<double>(bands) * 2.0);
-}
-
-void check_memory(grid_spec const& grid, std::uint64_t points, std::size_t bands, bool gpu)
-{
-  double const needed = gpu ? static_cast<double>(grid.num_cells()) * 4.0 * static_cast<double>(bands) * 2.0
-                            : cpu_bytes_needed(points, grid.num_cells(), bands);
-  auto const available = static_cast<double>(available_memory_bytes());
-  if (available > 0.0 && needed > 0.9 * available) {
-    std::ostringstream msg;
-    msg << "the grid of " << grid.cols << " x " << grid.rows << " cells (" << with_commas(grid.num_cells())
-        << ") with " << with_commas(points) << " points needs about " << human_bytes(needed)
-        << " of memory, but only " << human_bytes(available)
-        << " is available; choose a coarser resolution (--res) or a smaller extent (--te)";
-    throw error(error_kind::resource, msg.str());
+/// The GeoTIFF side of a job: rows arrive window by window and stream to io::raster_writer, which
+/// compresses whole block rows on GDAL's threads while the next window is finalized.
+class geotiff_output final : public grid_output {
+ public:
+  geotiff_output(std::string path, std::vector<metric> bands, io::raster_write_options options)
+    : path_(std::move(path)), bands_(std::move(bands)), options_(std::move(options))
+  {
   }
-}
 
-double median(std::vector<double> v)
-{
-  std::sort(v.begin(), v.end());
-  auto const n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
+  void begin(grid_spec const& grid, std::uint64_t max_count) override
+  {
+    auto const t = std::chrono::steady_clock::now();
+    writer_.reset();  // a second begin (never expected) starts over
+    writer_ = std::make_unique<io::raster_writer>(path_, grid, bands_, options_, max_count);
+    write_seconds += seconds_since(t);
+  }
 
-/// Median of each phase separately.
-gpu_phase_times median_times(std::vector<gpu_phase_times> const& runs)
+  void write_rows(std::uint32_t row0, std::uint32_t, cell_results const& w) override
+  {
+    auto const t = std::chrono::steady_clock::now();
+    writer_->write_rows(row0, w);
+    write_seconds += seconds_since(t);
+  }
+
+  void commit() override
+  {
+    auto const t = std::chrono::steady_clock::now();
+    auto const written = writer_->commit();
+    write_seconds += seconds_since(t);
+    writer_.reset();
+    for (auto const& note : written.notes) { spdlog::warn("{}", note); }
+  }
+
+  double write_seconds{0.0};  ///< time in the writer (GDAL's compression overlaps finalizing)
+
+ private:
+  static double seconds_since(std::chrono::steady_clock::time_point t)
+  {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+  }
+
+  std::string path_;
+  std::vector<metric> bands_;
+  io::raster_write_options options_;
+  std::unique_ptr<io::raster_writer> writer_;
+};
+
+double gigabytes_per_second(double bytes, double seconds) { return seconds > 0.0 ? bytes / seconds / 1e9 : 0.0; }
+
+/// -v: each stage's busy time and throughput, and the stage that bounds the run.
+void report_stages(grid_job_report const& r, double input_bytes, double write_s, double total_s)
 {
-  auto const of = [&](double gpu_phase_times::*field) {
-    std::vector<double> v;
-    for (auto const& r : runs) { v.push_back(r.*field); }
-    return median(v);
+  std::uint64_t const records = r.read.filtered.points_in;
+  double const pass = std::max(r.bin_pass_s, 1e-9);
+  double const workers = static_cast<double>(std::max(1u, r.threads));
+  // Shares of the binning passes' wall time: workers' reading, workers' CPU binning, waiting.
+  double const read_share = r.read_busy_s / (workers * pass);
+  double const bin_share = r.cpu_bin_busy_s / (workers * pass);
+  double const wait_share = r.wait_busy_s / (workers * pass);
+  spdlog::debug("read: {} records{} on {} threads in {} (passes: {} binning, {} bounds), workers {:.0f} % reading "
+                "({:.1f} M records/s/thread), {:.0f} % binning on the CPU, {:.0f} % waiting",
+                with_commas(records),
+                input_bytes > 0 ? fmt::format(" ({} of input, {:.2f} GB/s)", human_bytes(input_bytes),
+                                              gigabytes_per_second(input_bytes * r.passes, pass))
+                                : std::string(),
+                r.threads, human_seconds(r.bin_pass_s), r.passes, r.bounds_passes, 100.0 * read_share,
+                r.read_busy_s > 0.0 ? static_cast<double>(records) * r.passes / r.read_busy_s / 1e6 : 0.0,
+                100.0 * bin_share, 100.0 * wait_share);
+  if (r.gpu_batches > 0) {
+    double const h2d_share = r.gpu.h2d_ms * 1e-3 / pass;
+    spdlog::debug("GPU {}: started in {} (overlapped with reading), {} of {} batches; H2D {:.1f} ms for {} "
+                  "({:.1f} GB/s while copying, {:.0f} % of the pass), binning kernels {:.1f} ms ({:.0f} %), "
+                  "finalize + download {:.1f} ms",
+                  r.device, human_seconds(r.gpu_start_s), with_commas(r.gpu_batches),
+                  with_commas(r.gpu_batches + r.cpu_batches), r.gpu.h2d_ms, human_bytes(static_cast<double>(r.gpu.bytes_uploaded)),
+                  r.gpu.h2d_ms > 0.0 ? static_cast<double>(r.gpu.bytes_uploaded) / (r.gpu.h2d_ms * 1e-3) / 1e9 : 0.0,
+                  100.0 * h2d_share, r.gpu.bin_ms, 100.0 * r.gpu.bin_ms * 1e-3 / pass, r.gpu.finalize_ms);
+  } else {
+    spdlog::debug("GPU: {}", r.gpu_note);
+  }
+  spdlog::debug("finalize {}, write {}, total {}", human_seconds(r.finalize_s), human_seconds(write_s),
+                human_seconds(total_s));
+  // The bound: the largest of the workers' reading, their CPU binning, the copies, the writing.
+  struct stage {
+    char const* name;
+    double seconds;
   };
-  gpu_phase_times m;
-  m.h2d_ms = of(&gpu_phase_times::h2d_ms);
-  m.cell_ids_ms = of(&gpu_phase_times::cell_ids_ms);
-  m.csr_ms = of(&gpu_phase_times::csr_ms);
-  m.reduce_ms = of(&gpu_phase_times::reduce_ms);
-  m.d2h_ms = of(&gpu_phase_times::d2h_ms);
-  m.total_ms = of(&gpu_phase_times::total_ms);
-  return m;
-}
-
-/// The reduce phase against the memory: the fewest bytes it must move (offsets and z read once,
-/// each band written once) over its time, next to a read bandwidth measured now on this device.
-void report_reduce_bandwidth(std::uint64_t cells, std::uint64_t points, metric_request const& r, double reduce_ms)
-{
-  double const bytes = reduce_bytes(cells, points, r);
-  auto const peak = measure_device_read_bandwidth();
-  double const achieved = gigabytes_per_second(bytes, reduce_ms);
-  spdlog::debug("reduce moved at least {} in {:.3f} ms: {:.1f} GB/s, {:.1f}% of the {:.1f} GB/s read bandwidth "
-                "measured on {} ({} streaming read, median of {})",
-                human_bytes(bytes), reduce_ms, achieved, 100.0 * achieved / peak.gbps, peak.gbps, peak.device,
-                human_bytes(static_cast<double>(peak.probe_bytes)), peak.repeats);
+  stage const stages[] = {{"reading and decoding", r.read_busy_s / workers},
+                          {"binning on the CPU", r.cpu_bin_busy_s / workers},
+                          {"host-to-device copies", r.gpu.h2d_ms * 1e-3},
+                          {"GPU binning", r.gpu.bin_ms * 1e-3},
+                          {"finalizing the cells", r.finalize_s}, {"writing the GeoTIFF", write_s}};
+  auto const* worst = std::max_element(std::begin(stages), std::end(stages),
+                                       [](stage const& a, stage const& b) { return a.seconds < b.seconds; });
+  spdlog::debug("bottleneck: {} ({} of {} wall)", worst->name, human_seconds(worst->seconds), human_seconds(total_s));
 }
 
 }  // namespace
 
-std::pair<double, double> cell_size(std::vector<double> const& res, std::vector<double> const& tr)
-{
-  expects(!res.empty() || !tr.empty(), error_kind::usage, "give the cell size with --res R or --tr XRES YRES");
-  double const xres = tr.empty() ? res.front() : tr[0];
-  double const yres = tr.empty() ? res.front() : tr[1];
-  expects(std::isfinite(xres) && std::isfinite(yres) && xres > 0.0 && yres > 0.0, error_kind::usage,
-          "invalid resolution " + std::to_string(xres) + " x " + std::to_string(yres) +
-            ": the cell size must be finite and > 0");
-  return {xres, yres};
-}
-
-void add_input_options(CLI::App& cmd, grid_options& o)
-{
-  cmd.add_option("--input-format", o.input_format,
-                 "Reader to use: auto (by extension/signature, then GDAL), las, text, raster, vector")
-    ->default_val("auto");
-  cmd.add_option("--band", o.input.band, "Raster band to read from a DEM input")->default_val(1);
-  cmd.add_option("--layer", o.input.layer, "Vector layer (name or index) to read; default: the first");
-  cmd.add_option("--z-field", o.input.z_field, "Vector attribute holding z (default: the geometry's Z)");
-  cmd.add_option("--chunk-points", o.input.chunk_points, "Points per streamed chunk")
-    ->default_val(default_chunk_points);
-
-  cmd.add_option("--classes", o.classes, "Keep only these ASPRS classes (e.g. 2,3,4,5,6)")->delimiter(',');
-  cmd.add_option("--drop-classes", o.drop_classes, "Drop these classes (default: 7,18, the noise classes)")
-    ->delimiter(',');
-  cmd.add_flag("--keep-all", o.keep_all, "Keep noise classes and withheld points (no class/return filtering)");
-  cmd.add_option("--returns", o.returns, "Which returns to keep: all, first or last")->default_val("all");
-  cmd.add_option("--z-min", o.z_min, "Drop points with z below this");
-  cmd.add_option("--z-max", o.z_max, "Drop points with z above this");
-
-  cmd.add_option("--synth", o.synth,
-                 "Generate a synthetic cloud in memory instead of reading files: " + synth_kind_list() +
-                   " (see heightgrid synth --help)");
-  add_synth_shape_options(cmd, o.synthetic, "--synth-extent");
-}
-
-filter_options make_filter(grid_options const& o)
-{
-  filter_options f = o.keep_all ? filter_options::keep_all() : filter_options{};
-  auto const to_classes = [](std::vector<int> const& in, char const* opt) {
-    std::vector<std::uint8_t> out;
-    for (int c : in) {
-      expects(c >= 0 && c <= 255, error_kind::usage,
-              std::string(opt) + ": class " + std::to_string(c) + " is not in 0..255");
-      out.push_back(static_cast<std::uint8_t>(c));
-    }
-    return out;
-  };
-  f.classes = to_classes(o.classes, "--classes");
-  if (!o.drop_classes.empty()) { f.drop_classes = to_classes(o.drop_classes, "--drop-classes"); }
-  if (o.returns == "first") {
-    f.returns = return_filter::first;
-  } else if (o.returns == "last") {
-    f.returns = return_filter::last;
-  } else {
-    expects(o.returns == "all", error_kind::usage, "--returns: '" + o.returns + "' is not all, first or last");
-  }
-  if (o.z_min) { f.z_min = *o.z_min; }
-  if (o.z_max) { f.z_max = *o.z_max; }
-  expects(f.z_min <= f.z_max, error_kind::usage, "--z-min is above --z-max");
-  return f;
-}
-
-std::vector<std::unique_ptr<point_source>> open_inputs(grid_options const& o, std::vector<std::string>& paths,
-                                                       std::optional<double> cell_size_hint)
-{
-  std::vector<std::unique_ptr<point_source>> sources;
-  if (!o.synth.empty()) {
-    expects(o.inputs.empty(), error_kind::usage, "give either input files or --synth, not both");
-    auto const kind = parse_synth_kind_option(o.synth, "--synth");
-    sources.push_back(std::make_unique<synthetic_source>(make_synth_options(kind, o.synthetic, cell_size_hint, "--synth-extent")));
-    return sources;
-  }
-  expects(!o.inputs.empty(), error_kind::usage, "no input given (name files, a directory or a glob, or use --synth)");
-  auto const format = parse_input_format(o.input_format);
-  expects(format.has_value(), error_kind::usage,
-          "--input-format: '" + o.input_format + "' is not auto, las, text, raster or vector");
-  input_options in = o.input;
-  in.format = *format;
-  expects(in.chunk_points > 0, error_kind::usage, "--chunk-points must be > 0");
-  paths = expand_inputs(o.inputs);
-  for (auto const& p : paths) { sources.push_back(open_input(p, in)); }
-  return sources;
-}
-
 CLI::App* add_grid_command(CLI::App& app, grid_options& o)
 {
   auto* cmd = app.add_subcommand("grid", "Grid points into a GeoTIFF of per-cell statistics (default: height range)");
-  cmd->add_option("inputs", o.inputs, "Input files (LAS, XYZ/CSV, GDAL raster DEMs or vector point layers), directories or globs");
+  cmd->add_option("inputs", o.in.inputs,
+                  "Input files (LAS/LAZ, XYZ/CSV, GDAL raster DEMs or vector point layers), directories or globs");
   cmd->add_option("-o,--output", o.output, "Output GeoTIFF")->required();
-  auto* res = cmd->add_option("--res", o.res, "Square cell size, in CRS units")->expected(1);
-  auto* tr = cmd->add_option("--tr", o.tr, "Cell size XRES YRES (as gdalwarp -tr)")->expected(2);
-  res->excludes(tr);
-  cmd->add_option("--te", o.te, "Output extent XMIN YMIN XMAX YMAX; points outside are dropped")->expected(4);
-  cmd->add_option("--metrics", o.metrics, "Bands to write, in order: range,min,max,count,mean,stddev")
-    ->default_val("range");
+  add_geometry_options(*cmd, o.geometry);
+  add_metrics_option(*cmd, o.metrics, "Bands to write, in order");
   cmd->add_option("--nodata", o.nodata, "Value of empty cells in float bands ('nan' or a number)")->default_val("nan");
   cmd->add_option("--a_srs", o.a_srs, "Assign this CRS to the output (EPSG:code, WKT, PROJ string)");
   cmd->add_option("--of", o.output_format, "Output format: GTiff or COG")->default_val("GTiff");
   cmd->add_option("--co", o.creation_options, "GDAL creation option KEY=VALUE (repeatable)");
   cmd->add_flag("--overwrite", o.overwrite, "Replace an existing output file");
-  cmd->add_option("--device", o.device, "Backend: auto (GPU if present), gpu or cpu")->default_val("auto");
-  cmd->add_option("--mode", o.mode, "GPU reduction: " + mode_list() +
-                                       "; auto picks one from the metrics and the grid, and says which and why")
+  add_run_options(*cmd, o.run);
+  cmd->add_option("--mode", o.mode,
+                  "How the GPU folds each batch into the grid: atomic (per-point atomics; range, min, max, count), "
+                  "or a CSR mode (thread, warp, cub, hybrid) reducing the batch sorted by cell; auto: atomic, or "
+                  "hybrid for mean/stddev")
     ->default_val(std::string(auto_mode_name));
-  cmd->add_option("--csr", o.csr, "How the GPU builds the CSR: radix_sort or counting")
-    ->default_val(std::string(csr_method_name(default_csr_method)));
-  cmd->add_option("--repeat", o.repeat,
-                 "GPU benchmarking: run the device pipeline once to warm up, then K times, and report "
-                 "the median time of each phase")
-    ->default_val(1);
-  cmd->add_option("--threads", o.threads, "CPU threads (default: all cores)");
-  cmd->add_flag("--progress", o.progress, "Show progress even when stderr is not a terminal");
-  add_input_options(*cmd, o);
+  add_input_options(*cmd, o.in);
   cmd->footer(R"(Examples:
   heightgrid grid data/sample.xyz -o range.tif --res 1
   heightgrid grid tiles/ -o dsm_range.tif --res 0.5 --metrics range,min,max,count --a_srs EPSG:32633
@@ -264,48 +201,45 @@ int run_grid(grid_options const& o)
   stopwatch total;
   // --- every option, checked together before any work
   expects(!o.output.empty(), error_kind::usage, "-o/--output is required");
-  auto const [xres, yres] = cell_size(o.res, o.tr);
+  auto const [xres, yres] = cell_size(o.geometry);
+  auto const fixed = fixed_grid(o.geometry);
   auto const metrics = parse_metric_list(o.metrics);
   auto const request = metric_request::from(metrics);
   float const nodata = parse_nodata(o.nodata);
-  auto const filter = make_filter(o);
+  auto const filter = make_filter(o.in);
   expects(o.output_format == "GTiff" || o.output_format == "COG", error_kind::usage,
           "--of: '" + o.output_format + "' is not supported (use GTiff or COG)");
   for (auto const& co : o.creation_options) {
     expects(co.find('=') != std::string::npos && co.front() != '=', error_kind::usage,
             "--co: '" + co + "' is not KEY=VALUE");
   }
-  expects(o.device == "auto" || o.device == "gpu" || o.device == "cpu", error_kind::usage,
-          "--device: '" + o.device + "' is not auto, gpu or cpu");
-  // --mode auto is resolved once the grid is known (choose_mode).
-  bool const auto_mode = o.mode == auto_mode_name;
-  auto const named_mode = parse_mode(o.mode);
-  expects(auto_mode || named_mode.has_value(), error_kind::usage,
-          "--mode: '" + o.mode + "' is not a GPU mode (" + mode_list() + ")");
-  reduce_mode mode = named_mode.value_or(reduce_mode::hybrid);
-  expects(auto_mode || mode_supports(mode, request), error_kind::usage,
-          "--mode " + o.mode + " supports range,min,max,count; --metrics asks for '" + o.metrics + "'");
-  auto const csr = parse_csr_method(o.csr);
-  expects(csr.has_value(), error_kind::usage, "--csr: '" + o.csr + "' is not counting or radix_sort");
-  expects(o.threads >= 0, error_kind::usage, "--threads must be >= 0");
-  expects(o.repeat >= 1, error_kind::usage, "--repeat must be >= 1");
-  if (o.threads > 0) { omp_set_num_threads(o.threads); }
-  std::optional<grid_spec> fixed_grid;
-  if (!o.te.empty()) { fixed_grid = grid_from_extent(o.te[0], o.te[1], o.te[2], o.te[3], xres, yres); }
+  expects(o.run.device == "auto" || o.run.device == "gpu" || o.run.device == "cpu", error_kind::usage,
+          "--device: '" + o.run.device + "' is not auto, gpu or cpu");
+  grid_job_options job;
+  job.xres = xres;
+  job.yres = yres;
+  job.fixed_grid = fixed;
+  job.request = request;
+  job.nodata = nodata;
+  job.filter = filter;
+  job.device = o.run.device == "gpu" ? device_choice::gpu : o.run.device == "cpu" ? device_choice::cpu : device_choice::automatic;
+  if (o.mode != auto_mode_name) {
+    auto const mode = parse_mode(o.mode);
+    expects(mode.has_value(), error_kind::usage, "--mode: '" + o.mode + "' is not a GPU mode (" + mode_list() + ")");
+    expects(mode_supports(*mode, request), error_kind::usage,
+            "--mode " + o.mode + " supports range,min,max,count; --metrics asks for '" + o.metrics + "'");
+    job.reduction = mode_reduces_csr(*mode) ? batch_reduction::sorted : batch_reduction::atomic;
+    if (mode_reduces_csr(*mode)) { job.mode = *mode; }
+  }
+  job.threads = apply_threads(o.run.threads);
+  job.host_memory = job.device_memory = parse_memory(o.run.memory);
+  job.progress = o.run.progress || stderr_is_terminal();
+  job.progress_terminal = stderr_is_terminal();
   std::string assigned_crs;
   if (!o.a_srs.empty()) { assigned_crs = io::crs_from_user_input(o.a_srs); }
 
-  bool use_gpu = false;
-  std::string why_not;
-  if (o.device != "cpu") {
-    use_gpu = gpu_available(&why_not);
-    expects(use_gpu || o.device == "auto", error_kind::device, "--device gpu: no usable GPU: " + why_not);
-    if (!use_gpu) { spdlog::info("no usable GPU ({}); using the CPU backend", why_not); }
-  }
-
-  // --- inputs: all opened before any is read, so a bad file fails fast
-  std::vector<std::string> paths;
-  auto sources = open_inputs(o, paths, xres == yres ? std::optional<double>(xres) : std::nullopt);
+  // --- the output can be written, before any input is read
+  auto const paths = input_paths(o.in);
   io::raster_write_options wopt;
   wopt.format = o.output_format;
   wopt.creation_options = o.creation_options;
@@ -313,115 +247,65 @@ int run_grid(grid_options const& o)
   wopt.nodata = nodata;
   wopt.input_paths = paths;
   io::check_output_path(o.output, wopt);
-  if (fixed_grid) { check_memory(*fixed_grid, 0, metrics.size(), use_gpu); }
 
-  // --- read + filter
-  stopwatch read_clock;
-  auto loaded = load_points(sources, filter, o.input.chunk_points, o.progress || stderr_is_terminal());
-  sources.clear();
-  double const read_s = read_clock.seconds();
-  if (loaded.filtered.non_finite > 0) {
-    spdlog::warn("skipped {} points with NaN or infinite coordinates", with_commas(loaded.filtered.non_finite));
+  // --- the GPU starts now, in the background, if the job may want it (CUDA takes ~0.3 s to start)
+  std::unique_ptr<gpu_stage> gpu;
+  bool const early_gpu = job.device == device_choice::gpu ||
+                         (job.device == device_choice::automatic && auto_wants_gpu(guess_points(o.in, paths), request));
+  if (early_gpu) {
+    gpu = std::make_unique<gpu_stage>(o.in.reader.chunk_points, std::size_t{job.threads} * 2 + 4);
   }
-  spdlog::debug("read {} points from {} input(s) in {}; kept {}", with_commas(loaded.filtered.points_in),
-                loaded.sources.size(), human_seconds(read_s), with_commas(loaded.points.size()));
-  expects(!loaded.points.empty() || fixed_grid.has_value(), error_kind::input,
-          (paths.empty() ? std::string("input") : paths.front()) +
-            (loaded.filtered.points_in == 0 ? ": no points to grid (the input is empty)"
-                                            : ": no points left to grid after filtering (" +
-                                                describe_filtered(loaded.filtered) + ")"));
 
-  // --- CRS: --a_srs wins; inputs that disagree are worth a warning
-  wopt.crs_wkt = assigned_crs.empty() ? loaded.crs_wkt : assigned_crs;
-  for (auto const& s : loaded.sources) {
-    if (!s.crs_wkt.empty() && !loaded.crs_wkt.empty() && !io::same_crs(s.crs_wkt, loaded.crs_wkt)) {
-      spdlog::warn("{}: CRS {} differs from the first input's ({}); points are not reprojected", s.path,
-                   io::crs_name(s.crs_wkt), io::crs_name(loaded.crs_wkt));
+  // --- inputs (headers)
+  auto opened = open_sources(o.in, paths, xres == yres ? std::optional<double>(xres) : std::nullopt, job.threads);
+  std::string first_crs;
+  std::string first_crs_path;
+  double input_bytes = 0.0;
+  for (auto const& s : opened.sources) {
+    auto const& info = s->info();
+    if (first_crs.empty() && !info.crs_wkt.empty()) {
+      first_crs = info.crs_wkt;
+      first_crs_path = info.path;
+    }
+    std::error_code ec;
+    auto const bytes = std::filesystem::file_size(info.path, ec);
+    if (!ec) { input_bytes += static_cast<double>(bytes); }
+  }
+  for (auto const& s : opened.sources) {
+    auto const& info = s->info();
+    if (!info.crs_wkt.empty() && !first_crs.empty() && !io::same_crs(info.crs_wkt, first_crs)) {
+      spdlog::warn("{}: CRS {} differs from {}'s ({}); points are not reprojected", info.path, io::crs_name(info.crs_wkt),
+                   first_crs_path, io::crs_name(first_crs));
     }
   }
+  wopt.crs_wkt = assigned_crs.empty() ? first_crs : assigned_crs;
   if (wopt.crs_wkt.empty()) { spdlog::warn("the input has no CRS and none was given with --a_srs; the output will have none"); }
 
-  // --- grid
-  grid_spec const grid = fixed_grid ? *fixed_grid : grid_from_bounds(loaded.extent, xres, yres);
-  check_memory(grid, loaded.points.size(), metrics.size(), use_gpu);
-  spdlog::debug("grid {} x {} cells of {} x {}, origin ({}, {})", grid.cols, grid.rows, xres, yres, grid.x0, grid.y0);
-
-  // --- bin + reduce
-  cell_results results;
-  binning_stats binned;
-  double bin_s = 0.0, reduce_s = 0.0;
-  std::uint64_t non_empty = 0;
-  if (use_gpu) {
-    stopwatch gpu_clock;
-    // The count column is cheap (4 bytes a cell) and tells how many cells are non-empty.
-    metric_request gpu_request = request;
-    gpu_request.count = true;
-    if (auto_mode) {
-      cell_count_stats known;  // before binning: the grid and the number of points
-      known.cells = grid.num_cells();
-      known.points = loaded.points.size();
-      auto const choice = choose_mode(gpu_request, known);
-      spdlog::info("--mode auto: {} ({})", mode_name(choice.mode), choice.reason);
-      mode = choice.mode;
-    }
-    auto gpu = grid_points_gpu(grid, loaded.points, gpu_request, nodata, mode, *csr, nullptr);
-    double gpu_s = gpu_clock.seconds();
-    if (o.repeat > 1) {  // the run above was the warm-up
-      std::vector<gpu_phase_times> runs;
-      std::vector<double> walls;
-      for (int k = 0; k < o.repeat; ++k) {
-        stopwatch run_clock;
-        gpu = grid_points_gpu(grid, loaded.points, gpu_request, nodata, mode, *csr, nullptr);
-        walls.push_back(run_clock.seconds());
-        runs.push_back(gpu.times);
-      }
-      gpu.times = median_times(runs);
-      gpu_s = median(walls);
-    }
-    results = std::move(gpu.results);
-    binned = gpu.stats;
-    auto const& t = gpu.times;
-    spdlog::info("GPU ({} mode, {} CSR{}): H2D {:.2f} ms, cell ids {:.2f} ms, CSR {:.2f} ms, reduce {:.2f} ms, "
-                 "D2H {:.2f} ms; device total {:.2f} ms, host wall {}",
-                 mode_name(mode), gpu.csr_method,
-                 o.repeat > 1 ? ", medians of " + std::to_string(o.repeat) + " runs after a warm-up" : "",
-                 t.h2d_ms, t.cell_ids_ms, t.csr_ms, t.reduce_ms, t.d2h_ms, t.total_ms, human_seconds(gpu_s));
-    if (spdlog::should_log(spdlog::level::debug)) {
-      report_reduce_bandwidth(grid.num_cells(), binned.points_binned, gpu_request, t.reduce_ms);
-    }
-    bin_s = (t.cell_ids_ms + t.csr_ms) * 1e-3;
-    reduce_s = t.reduce_ms * 1e-3;
-    non_empty = static_cast<std::uint64_t>(
-      std::count_if(results.count.begin(), results.count.end(), [](std::uint32_t n) { return n != 0; }));
-  } else {
-    stopwatch bin_clock;
-    auto const csr = bin_points_cpu(grid, loaded.points, binned);
-    bin_s = bin_clock.seconds();
-    loaded.points = point_chunk{};  // the CSR holds what is still needed
-    stopwatch reduce_clock;
-    results = reduce_cells_cpu(csr, request, nodata);
-    reduce_s = reduce_clock.seconds();
-    for (std::size_t c = 0; c + 1 < csr.offsets.size(); ++c) { non_empty += csr.offsets[c + 1] != csr.offsets[c]; }
-    spdlog::debug("CPU ({} threads): bin {}, reduce {}", omp_get_max_threads(), human_seconds(bin_s),
-                  human_seconds(reduce_s));
+  // --- read, bin, write
+  geotiff_output output(o.output, metrics, wopt);
+  auto const r = run_grid_job(opened.sources, job, output, std::move(gpu));
+  for (auto const& w : r.warnings) { spdlog::warn("{}", w); }
+  if (r.read.filtered.non_finite > 0) {
+    spdlog::warn("skipped {} points with NaN or infinite coordinates", with_commas(r.read.filtered.non_finite));
   }
-  if (binned.points_outside > 0) {
-    spdlog::info("{} points fell outside --te and were dropped", with_commas(binned.points_outside));
+  if (r.outside > 0) { spdlog::info("{} points fell outside --te and were dropped", with_commas(r.outside)); }
+  double const cells = static_cast<double>(r.grid.num_cells());
+  if (cells > 1e6 && static_cast<double>(r.non_empty) < 0.01 * cells && !fixed) {
+    spdlog::warn("the grid of {} x {} cells is {:.2f} % empty: a few far points may set its extent ({}); check "
+                 "them with heightgrid info, or give the extent with --te",
+                 r.grid.cols, r.grid.rows, 100.0 - 100.0 * static_cast<double>(r.non_empty) / cells,
+                 "x " + std::to_string(r.read.extent.xmin) + " .. " + std::to_string(r.read.extent.xmax) + ", y " +
+                   std::to_string(r.read.extent.ymin) + " .. " + std::to_string(r.read.extent.ymax));
   }
-
-  // --- write
-  stopwatch write_clock;
-  auto const written = io::write_grid(o.output, grid, results, metrics, wopt);
-  double const write_s = write_clock.seconds();
-  for (auto const& note : written.notes) { spdlog::warn("{}", note); }
-
-  spdlog::info("{} points read, {}, {} outside; grid {} x {} = {} cells, {} non-empty; "
-               "read {}, bin {}, reduce {} ({}), write {}; total {}; wrote {}",
-               with_commas(loaded.filtered.points_in), describe_filtered(loaded.filtered),
-               with_commas(binned.points_outside), grid.cols, grid.rows, with_commas(grid.num_cells()),
-               with_commas(non_empty), human_seconds(read_s), human_seconds(bin_s), human_seconds(reduce_s),
-               use_gpu ? "GPU " + std::string(mode_name(mode)) : std::string("CPU"), human_seconds(write_s),
-               human_seconds(total.seconds()), o.output);
+  double const total_s = total.seconds();
+  spdlog::info("{} points read, {}, {} outside; grid {} x {} = {} cells, {} non-empty; {} on {} threads{}; "
+               "read + bin {}, write {}; total {} ({:.1f} M points/s); wrote {}",
+               with_commas(r.read.filtered.points_in), describe_filtered(r.read.filtered), with_commas(r.outside),
+               r.grid.cols, r.grid.rows, with_commas(r.grid.num_cells()), with_commas(r.non_empty), r.route, r.threads,
+               r.passes > 1 ? " (" + std::to_string(r.passes) + " passes)" : std::string(), human_seconds(r.bin_pass_s + r.bounds_s),
+               human_seconds(output.write_seconds + r.finalize_s), human_seconds(total_s),
+               static_cast<double>(r.read.filtered.points_in) / std::max(total_s, 1e-9) / 1e6, o.output);
+  if (spdlog::should_log(spdlog::level::debug)) { report_stages(r, input_bytes, output.write_seconds, total_s); }
   return 0;
 }
 

@@ -1,10 +1,14 @@
 #include "info_command.hpp"
 
+#include "pipeline/scheduler.hpp"
+#include "pipeline/sinks.hpp"
+#include "pipeline/sources.hpp"
 #include "report.hpp"
 
 #include "heightgrid/core/binning.hpp"
 #include "heightgrid/core/cell_stats.hpp"
 #include "heightgrid/core/error.hpp"
+#include "heightgrid/core/host_grid.hpp"
 #include "heightgrid/io/crs.hpp"
 #include "heightgrid/io/las_reader.hpp"
 
@@ -30,9 +34,10 @@ double suggest_resolution(std::uint64_t points, bounds const& extent, double poi
 CLI::App* add_info_command(CLI::App& app, info_options& o)
 {
   auto* cmd = app.add_subcommand("info", "Describe inputs: count, bounds, z range, CRS, format, suggested resolution");
-  cmd->add_option("inputs", o.input.inputs, "Input files, directories or globs");
+  cmd->add_option("inputs", o.in.inputs, "Input files, directories or globs");
   cmd->add_option("--res", o.res, "Resolution for the points-per-cell distribution (default: the suggested one)");
-  add_input_options(*cmd, o.input);
+  cmd->add_option("--threads", o.threads, "Threads reading (default: all cores)");
+  add_input_options(*cmd, o.in);
   cmd->footer(R"(Examples:
   heightgrid info data/sample.xyz
   heightgrid info tile.las --res 1)");
@@ -68,55 +73,74 @@ void print_las_header(std::string const& path)
 
 int run_info(info_options const& o)
 {
-  auto const filter = make_filter(o.input);
+  auto const filter = make_filter(o.in);
+  filter_rules const rules(filter);
+  unsigned const threads = apply_threads(o.threads);
+  expects(o.res >= 0.0 && std::isfinite(o.res), error_kind::usage, "--res must be a positive cell size");
+  auto const paths = input_paths(o.in);
   // LAS headers first: they are worth showing even for a file whose points cannot be read.
-  if (o.input.synth.empty()) {
-    for (auto const& path : expand_inputs(o.input.inputs)) {
-      if (looks_like_las(path)) {
-        std::printf("%s:\n", path.c_str());
-        print_las_header(path);
-      }
+  for (auto const& path : paths) {
+    if (looks_like_las(path)) {
+      std::printf("%s:\n", path.c_str());
+      print_las_header(path);
     }
   }
-  std::vector<std::string> paths;
-  auto sources = open_inputs(o.input, paths);
-  for (std::size_t i = 0; i < sources.size(); ++i) {
-    auto const& info = sources[i]->info();
+  auto const opened = open_sources(o.in, paths, o.res > 0.0 ? std::optional<double>(o.res) : std::nullopt, threads);
+  for (auto const& s : opened.sources) {
+    auto const& info = s->info();
     std::printf("%s: %s\n", info.path.c_str(), info.format.c_str());
   }
-  auto loaded = load_points(sources, filter, o.input.input.chunk_points, false);
-  auto const& f = loaded.filtered;
-  std::printf("points: %s read, %s kept", with_commas(f.points_in).c_str(), with_commas(loaded.points.size()).c_str());
+  auto const sources = source_pointers(opened.sources);
+  std::size_t batch_points = 1;
+  for (auto* s : sources) { batch_points = std::max(batch_points, s->max_part_points()); }
+
+  // First pass: bounds, z range and filter statistics, in bounded memory.
+  bounds_sink bounds(threads, batch_points);
+  auto const read = read_parts(sources, rules, {threads, false}, bounds);
+  auto const& f = read.total.filtered;
+  std::uint64_t const kept = f.points_in - f.removed();
+  std::printf("points: %s read, %s kept", with_commas(f.points_in).c_str(), with_commas(kept).c_str());
   if (f.removed() > 0) {
     std::printf(" (%s non-finite, %s by class, %s withheld, %s by return, %s by z)", with_commas(f.non_finite).c_str(),
                 with_commas(f.by_class).c_str(), with_commas(f.withheld).c_str(), with_commas(f.by_return).c_str(),
                 with_commas(f.by_z).c_str());
   }
   std::printf("\n");
-  if (loaded.points.empty()) {
+  if (kept == 0) {
     std::printf("no points: nothing to grid\n");
     return 0;
   }
-  auto const& e = loaded.extent;
+  auto const& e = read.total.extent;
   std::printf("bounds: x %.6f .. %.6f, y %.6f .. %.6f (from the points)\n", e.xmin, e.xmax, e.ymin, e.ymax);
-  std::printf("z range: %.6f .. %.6f\n", loaded.z_min, loaded.z_max);
-  std::printf("CRS: %s\n", loaded.crs_wkt.empty() ? "none" : io::crs_name(loaded.crs_wkt).c_str());
-  for (auto const& s : loaded.sources) {
-    if (!s.vertical_units.empty()) {
-      std::printf("vertical units: %s\n", s.vertical_units.c_str());
+  std::printf("z range: %.6f .. %.6f\n", read.total.z_min, read.total.z_max);
+  std::string crs;
+  for (auto* s : sources) {
+    if (crs.empty()) { crs = s->info().crs_wkt; }
+  }
+  std::printf("CRS: %s\n", crs.empty() ? "none" : io::crs_name(crs).c_str());
+  for (auto* s : sources) {
+    if (!s->info().vertical_units.empty()) {
+      std::printf("vertical units: %s\n", s->info().vertical_units.c_str());
       break;
     }
   }
-  double const suggested = suggest_resolution(loaded.points.size(), e);
+  double const suggested = suggest_resolution(kept, e);
   double const area = (e.xmax - e.xmin) * (e.ymax - e.ymin);
-  if (area > 0.0) { std::printf("density: %.4g points per square unit\n", static_cast<double>(loaded.points.size()) / area); }
+  if (area > 0.0) { std::printf("density: %.4g points per square unit\n", static_cast<double>(kept) / area); }
   std::printf("suggested --res: %g (about 8 points per cell)\n", suggested);
 
+  // Second pass: points per cell at the resolution, counted into a host grid.
   double const res = o.res > 0.0 ? o.res : suggested;
   auto const grid = grid_from_bounds(e, res, res);
-  binning_stats stats;
-  auto const csr = bin_points_cpu(grid, loaded.points, stats);
-  auto const s = describe_cell_counts(csr.offsets);
+  metric_request counts;
+  counts.count = true;
+  host_grid cells(grid_band::whole(grid), counts);
+  grid_sink sink(bin_route::cpu, threads, batch_points, &cells, nullptr, {});
+  (void)read_parts(sources, rules, {threads, false}, sink);
+  auto const window = cells.finalize_rows(0, grid.rows, grid.cols, counts, default_nodata);
+  std::vector<point_offset> offsets(window.count.size() + 1, 0);
+  for (std::size_t c = 0; c < window.count.size(); ++c) { offsets[c + 1] = offsets[c] + window.count[c]; }
+  auto const s = describe_cell_counts(offsets);
   std::printf("at --res %g: %u x %u = %s cells, %s non-empty (%.1f%%)\n", res, grid.cols, grid.rows,
               with_commas(s.cells).c_str(), with_commas(s.non_empty_cells).c_str(),
               100.0 * static_cast<double>(s.non_empty_cells) / static_cast<double>(s.cells));

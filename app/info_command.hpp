@@ -1,15 +1,16 @@
 #pragma once
 // `heightgrid info`: what an input holds, and how it would grid.
 
-#include "grid_command.hpp"
+#include "options.hpp"
 
 #include <CLI/CLI.hpp>
 
 namespace heightgrid::app {
 
 struct info_options {
-  grid_options input;  ///< inputs, reader and filter options (shared with grid)
-  double res{0.0};     ///< resolution for the points-per-cell distribution (default: suggested)
+  input_selection in;
+  double res{0.0};  ///< resolution for the points-per-cell distribution (default: suggested)
+  int threads{0};
 };
 
 CLI::App* add_info_command(CLI::App& app, info_options& o);

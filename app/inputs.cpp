@@ -1,7 +1,5 @@
 #include "inputs.hpp"
 
-#include "report.hpp"
-
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/io/las_reader.hpp"
 #include "heightgrid/io/raster_source.hpp"
@@ -110,7 +108,7 @@ std::vector<std::string> expand_inputs(std::vector<std::string> const& args)
   return out;
 }
 
-std::unique_ptr<point_source> open_input(std::string const& path, input_options const& options)
+input_format resolve_input_format(std::string const& path, input_format requested)
 {
   std::error_code ec;
   expects(!fs::is_directory(path, ec), error_kind::input, path + ": is a directory");
@@ -118,23 +116,22 @@ std::unique_ptr<point_source> open_input(std::string const& path, input_options 
     std::ifstream probe(path, std::ios::binary);
     expects(static_cast<bool>(probe), error_kind::input, path + ": cannot open for reading");
   }
-  input_format format = options.format;
-  if (format == input_format::automatic) {
-    auto const ext = lower_extension(path);
-    if (looks_like_las(path)) {
-      format = input_format::las;
-    } else if (is_text_extension(ext)) {
-      format = input_format::text;
-    } else {
-      format = probe_gdal(path);
-      expects(format != input_format::automatic, error_kind::input,
-              path + ": unknown format (not LAS, not XYZ/CSV text by extension, and GDAL opens it "
-                     "neither as a raster nor as a vector layer); use --input-format to force one");
-    }
-  }
+  if (requested != input_format::automatic) { return requested; }
+  auto const ext = lower_extension(path);
+  if (looks_like_las(path)) { return input_format::las; }
+  if (is_text_extension(ext)) { return input_format::text; }
+  auto const format = probe_gdal(path);
+  expects(format != input_format::automatic, error_kind::input,
+          path + ": unknown format (not LAS, not XYZ/CSV text by extension, and GDAL opens it "
+                 "neither as a raster nor as a vector layer); use --input-format to force one");
+  return format;
+}
+
+std::unique_ptr<point_source> open_input(std::string const& path, input_options const& options)
+{
   io::las_read_options las;
   las.chunk_points = options.chunk_points;
-  switch (format) {
+  switch (resolve_input_format(path, options.format)) {
     case input_format::las: return io::open_las_source(path, las);
     case input_format::text: return io::open_text_source(path);
     case input_format::raster: return io::open_raster_source(path, options.band);
@@ -189,66 +186,6 @@ synth_options make_synth_options(synth_kind kind, synth_params const& p, std::op
     set_extent_from_density(s, p.density.value_or(default_points_per_cell(kind) / (s.cell_size * s.cell_size)));
   }
   return s;
-}
-
-loaded_points load_points(std::vector<std::unique_ptr<point_source>>& sources, filter_options const& filter,
-                          std::size_t chunk_points, bool show_progress)
-{
-  loaded_points out;
-  std::uint64_t expected = 0;
-  bool all_known = true;
-  for (auto const& s : sources) {
-    if (s->info().point_count) {
-      expected += *s->info().point_count;
-    } else {
-      all_known = false;
-    }
-  }
-  if (expected > 0) {
-    out.points.x.reserve(expected);
-    out.points.y.reserve(expected);
-    out.points.z.reserve(expected);
-  }
-  progress_bar bar(show_progress);
-  double z_min = HUGE_VAL;
-  double z_max = -HUGE_VAL;
-  point_chunk chunk;
-  std::size_t done_sources = 0;
-  for (auto& s : sources) {
-    out.sources.push_back(s->info());
-    if (out.crs_wkt.empty()) { out.crs_wkt = s->info().crs_wkt; }
-    while (s->read(chunk, chunk_points)) {
-      apply_filter(filter, chunk, out.filtered);
-      double xmin = HUGE_VAL, ymin = HUGE_VAL, xmax = -HUGE_VAL, ymax = -HUGE_VAL;
-      double zlo = HUGE_VAL, zhi = -HUGE_VAL;
-      auto const n = static_cast<std::ptrdiff_t>(chunk.size());
-#pragma omp parallel for reduction(min : xmin, ymin, zlo) reduction(max : xmax, ymax, zhi)
-      for (std::ptrdiff_t i = 0; i < n; ++i) {
-        xmin = std::min(xmin, chunk.x[i]);
-        xmax = std::max(xmax, chunk.x[i]);
-        ymin = std::min(ymin, chunk.y[i]);
-        ymax = std::max(ymax, chunk.y[i]);
-        zlo = std::min(zlo, chunk.z[i]);
-        zhi = std::max(zhi, chunk.z[i]);
-      }
-      if (n > 0) {
-        out.extent.extend(xmin, ymin);
-        out.extent.extend(xmax, ymax);
-        z_min = std::min(z_min, zlo);
-        z_max = std::max(z_max, zhi);
-      }
-      out.points.append_xyz(chunk);
-      if (all_known && expected > 0) {
-        bar.update(static_cast<double>(out.filtered.points_in) / static_cast<double>(expected));
-      }
-    }
-    ++done_sources;
-    if (!all_known) { bar.update(static_cast<double>(done_sources) / static_cast<double>(sources.size())); }
-  }
-  bar.done();
-  out.z_min = out.points.empty() ? 0.0 : z_min;
-  out.z_max = out.points.empty() ? 0.0 : z_max;
-  return out;
 }
 
 }  // namespace heightgrid::app

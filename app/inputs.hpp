@@ -3,7 +3,6 @@
 // filters and accumulates their points.
 
 #include "heightgrid/core/grid_spec.hpp"
-#include "heightgrid/core/point_filter.hpp"
 #include "heightgrid/core/point_source.hpp"
 #include "heightgrid/core/synthetic.hpp"
 
@@ -36,6 +35,11 @@ struct input_options {
 /// True for a .las/.laz name or a file that starts with the "LASF" signature.
 [[nodiscard]] bool looks_like_las(std::string const& path);
 
+/// The reader `path` calls for: `requested` unless automatic, else LAS by extension or "LASF"
+/// signature, XYZ/CSV text by extension, else what GDAL opens it as (raster first). Throws
+/// error_kind::input for a directory, an unreadable file or a format nothing reads.
+[[nodiscard]] input_format resolve_input_format(std::string const& path, input_format requested);
+
 /// Opens one input with the reader its format calls for (LAS by extension or "LASF" signature,
 /// XYZ/CSV text by extension, else GDAL raster, else GDAL vector).
 [[nodiscard]] std::unique_ptr<point_source> open_input(std::string const& path, input_options const& options);
@@ -61,22 +65,5 @@ struct synth_params {
 /// resolution, when the caller knows it), else 1. Throws error_kind::usage on bad values.
 [[nodiscard]] synth_options make_synth_options(synth_kind kind, synth_params const& p,
                                                std::optional<double> cell_size_hint, std::string const& extent_option);
-
-/// All points of all inputs after filtering, with what the reader stage learnt on the way.
-struct loaded_points {
-  point_chunk points;  ///< x, y, z only
-  bounds extent;       ///< of the kept points
-  double z_min{0.0};
-  double z_max{0.0};
-  filter_stats filtered;
-  std::string crs_wkt;  ///< of the first input that has one
-  std::vector<source_info> sources;
-};
-
-/// Reads every source to the end, filtering each chunk. `progress` (may be empty) is called
-/// with the fraction done when it can be known.
-[[nodiscard]] loaded_points load_points(std::vector<std::unique_ptr<point_source>>& sources,
-                                        filter_options const& filter, std::size_t chunk_points,
-                                        bool show_progress);
 
 }  // namespace heightgrid::app

@@ -5,7 +5,10 @@
 #include "compare_command.hpp"
 #include "grid_command.hpp"
 #include "info_command.hpp"
+#include "limits_command.hpp"
 #include "synth_command.hpp"
+
+#include "pipeline/gpu_stage.hpp"
 
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/io/gdal_env.hpp"
@@ -14,6 +17,9 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <unistd.h>
+
+#include <cstdio>
 #include <exception>
 #include <new>
 #include <string>
@@ -38,7 +44,28 @@ void setup_logging(int verbosity, bool quiet)
 
 }  // namespace
 
+namespace {
+
+int run(int argc, char** argv);
+
+}  // namespace
+
 int main(int argc, char** argv)
+{
+  int const code = run(argc, argv);
+  // A GPU that was still starting when the job ended (a small job does not wait for it): CUDA's
+  // teardown at exit would race with the context being created, so end here, output complete.
+  if (heightgrid::app::gpu_start_in_flight()) {
+    spdlog::shutdown();
+    std::fflush(nullptr);
+    ::_exit(code);
+  }
+  return code;
+}
+
+namespace {
+
+int run(int argc, char** argv)
 {
   using namespace heightgrid;
   CLI::App app{"heightgrid: grid point clouds (LAS, XYZ/CSV, GDAL rasters and vector points) into GeoTIFFs of "
@@ -62,6 +89,8 @@ int main(int argc, char** argv)
   for (int i = 0; i < argc; ++i) { compare.command_line += (i == 0 ? "" : " ") + std::string(argv[i]); }
   app::bench_reduce_options bench_reduce;
   auto* bench_reduce_cmd = app::add_bench_reduce_command(app, bench_reduce);
+  app::limits_options limits;
+  auto* limits_cmd = app::add_limits_command(app, limits);
   for (int i = 0; i < argc; ++i) { bench_reduce.command_line += (i == 0 ? "" : " ") + std::string(argv[i]); }
 
   try {
@@ -84,6 +113,7 @@ int main(int argc, char** argv)
     if (synth_cmd->parsed()) { return app::run_synth(synth); }
     if (compare_cmd->parsed()) { return app::run_compare(compare); }
     if (bench_reduce_cmd->parsed()) { return app::run_bench_reduce(bench_reduce); }
+    if (limits_cmd->parsed()) { return app::run_limits(limits); }
   } catch (error const& e) {
     spdlog::error("{}", e.what());
     return exit_code(e.kind());
@@ -96,3 +126,5 @@ int main(int argc, char** argv)
   }
   return 0;
 }
+
+}  // namespace

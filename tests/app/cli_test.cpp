@@ -493,9 +493,10 @@ TEST_F(Cli, BadResolutions)
 TEST_F(Cli, GridLargerThanMemoryIsRefusedWithTheNumbers)
 {
   auto const o = out("o.tif");
-  // 60000 x 60000 cells: 3.6e9 cells fit in 32 bits but not in this machine's memory
+  // 60000 x 60000 cells: 3.6e9 cells fit in 32 bits; their accumulators (~100 GB) in 1 GiB would
+  // take ~100 passes over the input, more than the pipeline accepts.
   auto const r = run("grid " + data("sample.xyz").string() + " -o " + o.string() +
-                     " --res 1 --te 0 0 60000 60000 --metrics range,min,max,count,mean,stddev");
+                     " --res 1 --te 0 0 60000 60000 --metrics range,min,max,count,mean,stddev --memory 1G");
   expect_failure(r, 5, "memory", o);
   EXPECT_NE(r.output.find("--res"), std::string::npos) << r.output;
 }
@@ -568,9 +569,10 @@ TEST_F(Cli, GpuRequestedWithoutAGpu)
     expect_sample_bands(read_raster(o));
   } else {
     expect_failure(r, 6, "--device gpu", o);
-    auto const a = run("grid " + data("sample.xyz").string() + " -o " + o.string() + " --res 1 --device auto");
+    auto const a = run("grid " + data("sample.xyz").string() + " -o " + o.string() +
+                       " --res 1 --metrics range,min,max,count --device auto");
     EXPECT_EQ(a.code, 0) << a.output;
-    EXPECT_NE(a.output.find("using the CPU backend"), std::string::npos) << a.output;
+    expect_sample_bands(read_raster(o));
   }
 }
 

@@ -1,0 +1,73 @@
+#pragma once
+// The options several commands share, each declared once (with its help text and default) and
+// checked in one place: which inputs and how to read and filter them, the grid's geometry, the
+// output metrics, and how a job runs (device, threads, memory).
+
+#include "inputs.hpp"
+
+#include "heightgrid/core/grid_spec.hpp"
+#include "heightgrid/core/metrics.hpp"
+#include "heightgrid/core/point_filter.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace heightgrid::app {
+
+/// Which points: files (or --synth), the reader's options and the filters.
+struct input_selection {
+  std::vector<std::string> inputs;
+  std::string input_format{"auto"};
+  input_options reader;  ///< --band, --layer, --z-field, --chunk-points (points per part)
+  std::vector<int> classes;
+  std::vector<int> drop_classes;
+  bool keep_all{false};
+  std::string returns{"all"};
+  std::optional<double> z_min;
+  std::optional<double> z_max;
+  std::string synth;  ///< --synth KIND instead of files
+  synth_params synthetic;
+};
+
+/// Adds the input options (positional inputs excluded) and the filters to `cmd`.
+void add_input_options(CLI::App& cmd, input_selection& o);
+/// The filter stage from the parsed options; throws error_kind::usage on bad values.
+[[nodiscard]] filter_options make_filter(input_selection const& o);
+
+/// The grid: --res or --tr, and --te.
+struct grid_geometry {
+  std::vector<double> res;
+  std::vector<double> tr;
+  std::vector<double> te;
+};
+
+/// Adds --res, --tr (exclusive) and --te.
+void add_geometry_options(CLI::App& cmd, grid_geometry& g);
+/// The cell size from --res R or --tr XRES YRES (one must be given), finite and > 0.
+[[nodiscard]] std::pair<double, double> cell_size(grid_geometry const& g);
+/// The grid --te fixes, if given.
+[[nodiscard]] std::optional<grid_spec> fixed_grid(grid_geometry const& g);
+
+/// Adds --metrics (default "range") with the list of metrics in its help.
+void add_metrics_option(CLI::App& cmd, std::string& metrics, std::string const& what);
+
+/// How a job runs: where (--device), on how many threads, within how much memory.
+struct run_options {
+  std::string device{"auto"};
+  int threads{0};
+  std::string memory;  ///< --memory SIZE, empty: a safe share of the host's and the device's memory
+  bool progress{false};
+};
+
+void add_run_options(CLI::App& cmd, run_options& r);
+/// --memory's value in bytes (0 when not given); throws error_kind::usage on a bad size.
+[[nodiscard]] std::uint64_t parse_memory(std::string const& text);
+/// --threads checked (0: every core) and applied to OpenMP; returns the worker threads to use.
+unsigned apply_threads(int threads);
+
+}  // namespace heightgrid::app

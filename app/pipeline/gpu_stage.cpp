@@ -1,0 +1,262 @@
+#include "pipeline/gpu_stage.hpp"
+
+#include "heightgrid/core/error.hpp"
+#include "heightgrid/kernels/gpu.hpp"
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace heightgrid::app {
+namespace {
+
+std::atomic<int> start_threads_running{0};
+
+using clock_type = std::chrono::steady_clock;
+
+struct free_deleter {
+  void operator()(std::byte* p) const noexcept { std::free(p); }
+};
+
+}  // namespace
+
+bool gpu_start_in_flight() noexcept { return start_threads_running.load() > 0; }
+
+struct gpu_stage::shared {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::atomic<state> now{state::starting};
+  std::string why;
+  bool stopping{false};
+  bool abandoned{false};
+
+  std::size_t batch_points{0};
+  std::size_t slot_bytes{0};
+  std::size_t slots{0};
+  std::unique_ptr<std::byte[], free_deleter> ring;
+  std::vector<std::size_t> free_slots;
+
+  bool started{false};
+  std::optional<gpu_stage::device_facts> facts;
+
+  bool configured{false};
+  grid_band band;
+  gpu_binner_options options;
+
+  clock_type::time_point created{clock_type::now()};
+  std::atomic<double> settled_after{0.0};
+
+  std::mutex submitting;
+  // Last: destroyed first, and its destructor waits for the streams, so no release callback can
+  // run after the members above are gone.
+  std::unique_ptr<gpu_binner> binner;
+
+  void settle(state s, std::string reason = {})
+  {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      why = std::move(reason);
+      settled_after = std::chrono::duration<double>(clock_type::now() - created).count();
+      now = s;
+    }
+    changed.notify_all();
+  }
+
+  void release(std::size_t slot)
+  {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      free_slots.push_back(slot);
+    }
+    changed.notify_all();
+  }
+
+  point_batch batch_of(std::size_t slot) const noexcept
+  {
+    point_batch b;
+    b.data = ring.get() + slot * slot_bytes;
+    b.capacity = batch_points;
+    return b;
+  }
+
+  std::size_t slot_of(point_batch const& b) const noexcept
+  {
+    return static_cast<std::size_t>(static_cast<std::byte const*>(b.data) - ring.get()) / slot_bytes;
+  }
+
+  /// The start-up thread: CUDA first (the slow part), then, once configured, the binner.
+  static void start(std::shared_ptr<shared> s)
+  {
+    std::string reason;
+    bool const ok = start_gpu(&reason);
+    if (!ok) {
+      s->settle(state::failed, reason);
+      return;
+    }
+    try {
+      auto const info = query_device();
+      std::lock_guard<std::mutex> lock(s->mutex);
+      s->facts = gpu_stage::device_facts{info.name, info.free_mem};
+      s->started = true;
+    } catch (std::exception const& e) {
+      s->settle(state::failed, e.what());
+      return;
+    }
+    s->changed.notify_all();
+    grid_band band;
+    gpu_binner_options options;
+    {
+      std::unique_lock<std::mutex> lock(s->mutex);
+      s->changed.wait(lock, [&] { return s->configured || s->abandoned || s->stopping; });
+      if (!s->configured) {
+        lock.unlock();
+        s->settle(state::failed, "the job ended before the GPU was needed");
+        return;
+      }
+      band = s->band;
+      options = s->options;
+    }
+    try {
+      auto binner = std::make_unique<gpu_binner>(band, options);
+      binner->register_host_memory(s->ring.get(), s->slots * s->slot_bytes);
+      {
+        std::lock_guard<std::mutex> lock(s->mutex);
+        s->binner = std::move(binner);
+      }
+      s->settle(state::ready);
+    } catch (std::exception const& e) {
+      s->settle(state::failed, e.what());
+    }
+  }
+};
+
+gpu_stage::gpu_stage(std::size_t batch_points, std::size_t ring_slots) : s_(std::make_shared<shared>())
+{
+  s_->batch_points = batch_points;
+  s_->slot_bytes = batch_bytes(batch_points);
+  s_->slots = std::max<std::size_t>(1, ring_slots);
+  // Page-aligned, so that registering it pins whole pages of ours only.
+  std::size_t const bytes = (s_->slots * s_->slot_bytes + 4095) / 4096 * 4096;
+  s_->ring.reset(static_cast<std::byte*>(std::aligned_alloc(4096, bytes)));
+  expects(s_->ring != nullptr, error_kind::resource,
+          "cannot allocate " + std::to_string(bytes >> 20) + " MiB of host memory for the GPU's batch ring");
+  for (std::size_t i = s_->slots; i-- > 0;) { s_->free_slots.push_back(i); }
+  start_threads_running.fetch_add(1);
+  try {
+    std::thread([s = s_]() mutable {
+      shared::start(s);
+      s.reset();  // a binner this thread made last use of is gone before the count drops
+      start_threads_running.fetch_sub(1);
+    }).detach();
+  } catch (...) {
+    start_threads_running.fetch_sub(1);
+    throw;
+  }
+}
+
+gpu_stage::~gpu_stage()
+{
+  {
+    std::lock_guard<std::mutex> lock(s_->mutex);
+    s_->abandoned = true;
+  }
+  s_->changed.notify_all();
+  // The thread holds its own reference to the shared state; it finishes alone if it is still
+  // starting CUDA (gpu_start_in_flight() tells main to end the process with _exit then).
+}
+
+void gpu_stage::configure(grid_band const& band, gpu_binner_options const& options)
+{
+  {
+    std::lock_guard<std::mutex> lock(s_->mutex);
+    expects(!s_->configured, error_kind::internal, "gpu_stage::configure called twice");
+    s_->band = band;
+    s_->options = options;
+    s_->options.batch_points = s_->batch_points;
+    s_->configured = true;
+  }
+  s_->changed.notify_all();
+}
+
+gpu_stage::state gpu_stage::current() const noexcept { return s_->now.load(); }
+
+std::string gpu_stage::failure() const
+{
+  std::lock_guard<std::mutex> lock(s_->mutex);
+  return s_->why;
+}
+
+bool gpu_stage::wait_ready(std::atomic<bool> const& stopping)
+{
+  std::unique_lock<std::mutex> lock(s_->mutex);
+  s_->changed.wait(lock, [&] { return s_->now.load() != state::starting || s_->stopping || stopping.load(); });
+  return s_->now.load() == state::ready;
+}
+
+double gpu_stage::start_seconds() const noexcept { return s_->settled_after.load(); }
+
+std::optional<gpu_stage::device_facts> gpu_stage::wait_started()
+{
+  std::unique_lock<std::mutex> lock(s_->mutex);
+  s_->changed.wait(lock, [&] { return s_->started || s_->now.load() == state::failed || s_->stopping; });
+  return s_->facts;
+}
+
+std::optional<point_batch> gpu_stage::try_slot()
+{
+  if (s_->now.load() != state::ready) { return std::nullopt; }
+  std::lock_guard<std::mutex> lock(s_->mutex);
+  if (s_->free_slots.empty()) { return std::nullopt; }
+  std::size_t const slot = s_->free_slots.back();
+  s_->free_slots.pop_back();
+  return s_->batch_of(slot);
+}
+
+std::optional<point_batch> gpu_stage::slot(std::atomic<bool> const& stopping)
+{
+  std::unique_lock<std::mutex> lock(s_->mutex);
+  s_->changed.wait(lock, [&] { return !s_->free_slots.empty() || s_->stopping || stopping.load(); });
+  if (s_->free_slots.empty()) { return std::nullopt; }
+  std::size_t const slot = s_->free_slots.back();
+  s_->free_slots.pop_back();
+  return s_->batch_of(slot);
+}
+
+bool gpu_stage::owns(point_batch const& b) const noexcept
+{
+  auto const* p = static_cast<std::byte const*>(b.data);
+  return p >= s_->ring.get() && p < s_->ring.get() + s_->slots * s_->slot_bytes;
+}
+
+void gpu_stage::give_back(point_batch const& b) { s_->release(s_->slot_of(b)); }
+
+void gpu_stage::submit(point_batch const& b)
+{
+  expects(s_->now.load() == state::ready, error_kind::internal, "gpu_stage::submit before the GPU is ready");
+  std::size_t const slot = s_->slot_of(b);
+  shared* s = s_.get();  // outlives the callback: the binner waits for its streams first
+  std::lock_guard<std::mutex> lock(s_->submitting);
+  s_->binner->submit(b, [s, slot] { s->release(slot); });
+}
+
+void gpu_stage::stop()
+{
+  {
+    std::lock_guard<std::mutex> lock(s_->mutex);
+    s_->stopping = true;
+  }
+  s_->changed.notify_all();
+}
+
+gpu_binner& gpu_stage::binner()
+{
+  expects(s_->now.load() == state::ready, error_kind::internal, "gpu_stage::binner before the GPU is ready");
+  return *s_->binner;
+}
+
+std::size_t gpu_stage::batch_points() const noexcept { return s_->batch_points; }
+
+}  // namespace heightgrid::app

@@ -1,0 +1,82 @@
+#pragma once
+// The GPU side of a job, started in the background: CUDA takes about a third of a second to start
+// (context creation, measured on the H100 machine), so it starts on its own thread while the inputs
+// are opened, planned and read, and the job uses it from the moment it is ready.
+//
+// Batches reach the device from a ring of host slots, allocated once as plain memory (workers may
+// fill slots before the GPU is ready) and page-locked when it is. A slot returns to the free list
+// when its upload is done.
+
+#include "heightgrid/core/grid_spec.hpp"
+#include "heightgrid/core/point_batch.hpp"
+#include "heightgrid/kernels/gpu_binner.hpp"
+
+#include <atomic>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace heightgrid::app {
+
+class gpu_stage {
+ public:
+  enum class state { starting, ready, failed };
+
+  /// Starts CUDA on a background thread and allocates `ring_slots` host slots of `batch_points`
+  /// points. The binner is created once configure() has said what to bin.
+  gpu_stage(std::size_t batch_points, std::size_t ring_slots);
+  gpu_stage(gpu_stage const&) = delete;
+  gpu_stage& operator=(gpu_stage const&) = delete;
+  /// Joins the background thread if it has finished; otherwise leaves it to finish alone (a small
+  /// job must not wait for CUDA to start only to stop it) — see gpu_start_in_flight().
+  ~gpu_stage();
+
+  /// What to bin: the background thread creates the binner (device accumulators) and page-locks
+  /// the ring once CUDA is up. Call once.
+  void configure(grid_band const& band, gpu_binner_options const& options);
+
+  [[nodiscard]] state current() const noexcept;
+  /// Why the stage failed (empty otherwise).
+  [[nodiscard]] std::string failure() const;
+  /// Blocks until the stage is ready or failed, or `stopping`. True when ready.
+  bool wait_ready(std::atomic<bool> const& stopping);
+  /// Seconds from construction until ready or failed (0 while starting).
+  [[nodiscard]] double start_seconds() const noexcept;
+  /// Waits until CUDA has started (or failed) and returns the device's name and free memory then;
+  /// nullopt when it failed.
+  struct device_facts {
+    std::string name;
+    std::size_t free_bytes{0};
+  };
+  [[nodiscard]] std::optional<device_facts> wait_started();
+
+  /// A free slot without waiting: empty unless the stage is ready and a slot is free.
+  [[nodiscard]] std::optional<point_batch> try_slot();
+  /// A free slot, waiting for one (any state); empty once `stopping` is set.
+  [[nodiscard]] std::optional<point_batch> slot(std::atomic<bool> const& stopping);
+  [[nodiscard]] bool owns(point_batch const& batch) const noexcept;
+  /// Returns an unused slot.
+  void give_back(point_batch const& batch);
+  /// Uploads and bins a slot's batch (stage ready); the slot returns once its copy is done.
+  /// Serialised: any worker may call it.
+  void submit(point_batch const& batch);
+  /// Wakes every wait (the job stops).
+  void stop();
+
+  /// The binner, once ready (for synchronize, finalize, statistics).
+  [[nodiscard]] gpu_binner& binner();
+  [[nodiscard]] std::size_t batch_points() const noexcept;
+
+  struct shared;
+
+ private:
+  std::shared_ptr<shared> s_;
+};
+
+/// True while a gpu_stage's start-up thread, left alone by its destructor, is still running: the
+/// process must then end with _exit() after its output is complete, since CUDA's teardown at exit
+/// would race with a context being created.
+[[nodiscard]] bool gpu_start_in_flight() noexcept;
+
+}  // namespace heightgrid::app

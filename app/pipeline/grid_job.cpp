@@ -1,0 +1,544 @@
+#include "pipeline/grid_job.hpp"
+
+#include "pipeline/progress.hpp"
+#include "pipeline/sinks.hpp"
+#include "report.hpp"
+
+#include "heightgrid/core/error.hpp"
+#include "heightgrid/core/host_grid.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <sstream>
+#include <thread>
+
+namespace heightgrid::app {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+double seconds_since(clock_type::time_point t) { return std::chrono::duration<double>(clock_type::now() - t).count(); }
+
+/// Cells per finalized window: 2^24 (64 MiB per float band), whole rows.
+constexpr std::uint64_t window_cells = std::uint64_t{1} << 24;
+
+/// Ring slots per worker thread: each worker holds one while reading; the rest are in flight.
+constexpr std::size_t ring_slots_per_worker = 2;
+constexpr std::size_t ring_extra_slots = 4;
+
+/// Grids whose accumulators are at most this large are assumed to fit any GPU the job meets, so
+/// planning does not wait for CUDA to start to learn the device's memory.
+constexpr std::uint64_t device_bytes_assumed_free = std::uint64_t{2} << 30;
+
+/// Each band of rows is one pass over every input: beyond this many the job is refused with the
+/// numbers (a finer --res than the data supports, or a --memory far too small) rather than run
+/// for hours.
+constexpr std::uint64_t max_band_passes = 64;
+
+std::string format_bytes(std::uint64_t b)
+{
+  std::ostringstream s;
+  s.precision(3);
+  if (b >= (std::uint64_t{1} << 30)) {
+    s << static_cast<double>(b) / static_cast<double>(std::uint64_t{1} << 30) << " GiB";
+  } else {
+    s << static_cast<double>(b) / static_cast<double>(std::uint64_t{1} << 20) << " MiB";
+  }
+  return s.str();
+}
+
+std::string describe_bounds(bounds const& b)
+{
+  std::ostringstream s;
+  s.precision(12);
+  s << "x " << b.xmin << " .. " << b.xmax << ", y " << b.ymin << " .. " << b.ymax;
+  return s.str();
+}
+
+bool within(bounds const& inner, bounds const& outer) noexcept
+{
+  return inner.empty() ||
+         (inner.xmin >= outer.xmin && inner.xmax <= outer.xmax && inner.ymin >= outer.ymin && inner.ymax <= outer.ymax);
+}
+
+bool same_origin(grid_spec const& a, grid_spec const& b) noexcept
+{
+  return a.x0 == b.x0 && a.y0 == b.y0 && a.xres == b.xres && a.yres == b.yres;
+}
+
+std::size_t largest_part(std::vector<part_source*> const& sources)
+{
+  std::size_t n = 1;
+  for (auto* s : sources) { n = std::max(n, s->max_part_points()); }
+  return n;
+}
+
+/// The job's state across passes.
+class grid_job {
+ public:
+  grid_job(std::vector<std::unique_ptr<part_source>> const& sources, grid_job_options const& o, grid_output& output,
+           std::unique_ptr<gpu_stage> gpu)
+    : all_(source_pointers(sources)), o_(o), output_(output), gpu_(std::move(gpu)), rules_(o.filter),
+      threads_(worker_threads(o.threads)), batch_points_(largest_part(all_))
+  {
+    acc_request_ = o.request;
+    acc_request_.min = acc_request_.max = acc_request_.count = true;  // what accumulators always keep
+    sums_ = o.request.needs_sums();
+    report_.threads = threads_;
+  }
+
+  grid_job_report run()
+  {
+    progress_ = std::make_unique<progress_display>(o_.progress, o_.progress_terminal, 0);
+    choose_route();
+    plan_grid();
+    for (;;) {
+      bool const done = bin_and_write();
+      if (done) { break; }
+    }
+    progress_->finish();
+    if (report_.gpu_batches == 0) {
+      if (gpu_ == nullptr) {
+        report_.gpu_note = o_.device == device_choice::cpu ? "not started (--device cpu)"
+                                                           : "not started: the job is small enough for the CPU alone";
+      } else if (gpu_->current() == gpu_stage::state::failed) {
+        report_.gpu_note = "could not start: " + gpu_->failure();
+      } else if (gpu_->current() == gpu_stage::state::starting) {
+        report_.gpu_note = "still starting when the CPU had finished";
+      } else {
+        report_.gpu_note = "ready after " + human_seconds(gpu_->start_seconds()) + ", but the CPU had finished";
+      }
+    }
+    return report_;
+  }
+
+ private:
+  // ---- route ---------------------------------------------------------------------------------
+
+  std::uint64_t known_points() const
+  {
+    std::uint64_t total = 0;
+    for (auto* s : all_) {
+      if (!s->info().point_count) { return 0; }
+      total += *s->info().point_count;
+    }
+    return total;
+  }
+
+  void choose_route()
+  {
+    std::uint64_t const points = known_points();
+    switch (o_.device) {
+      case device_choice::cpu: route_ = bin_route::cpu; break;
+      case device_choice::gpu: route_ = bin_route::gpu; break;
+      case device_choice::automatic:
+        if (gpu_ == nullptr && !auto_wants_gpu(points, o_.request)) {
+          route_ = bin_route::cpu;
+        } else {
+          route_ = sums_ ? bin_route::gpu : bin_route::cooperative;
+        }
+        break;
+    }
+    if (route_ == bin_route::cpu) {
+      gpu_.reset();
+    } else if (gpu_ == nullptr) {
+      gpu_ = std::make_unique<gpu_stage>(batch_points_, threads_ * ring_slots_per_worker + ring_extra_slots);
+    }
+    expects(gpu_ == nullptr || gpu_->batch_points() >= batch_points_, error_kind::internal,
+            "grid_job: the GPU stage's batches are smaller than the sources' parts");
+  }
+
+  // ---- grid ----------------------------------------------------------------------------------
+
+  std::uint64_t host_budget() const
+  {
+    if (o_.host_memory > 0) { return o_.host_memory; }
+    std::uint64_t const available = available_memory_bytes();
+    return available > 0 ? available / 2 : std::uint64_t{8} << 30;
+  }
+
+  /// Bounds of the kept points of `sources`, from a pass that only reads.
+  bounds bounds_pass(std::vector<part_source*> const& sources)
+  {
+    auto const t = clock_type::now();
+    bounds_sink sink(threads_, batch_points_);
+    read_progress counter;
+    progress_->follow(&counter, 0, "bounds");
+    auto const r = read_parts(sources, rules_, {threads_, false}, sink, &counter);
+    ++report_.bounds_passes;
+    report_.bounds_s += seconds_since(t);
+    return r.total.extent;
+  }
+
+  void plan_grid()
+  {
+    if (o_.fixed_grid) {
+      grid_ = *o_.fixed_grid;
+      speculative_ = false;
+      return;
+    }
+    bounds declared;
+    std::vector<part_source*> undeclared;
+    for (auto* s : all_) {
+      auto const d = s->declared_bounds();
+      if (d && !d->empty()) {
+        declared.extend(*d);
+      } else {
+        undeclared.push_back(s);
+      }
+    }
+    bounds guess = declared;
+    if (!undeclared.empty()) { guess.extend(bounds_pass(undeclared)); }
+    speculative_ = !declared.empty();
+    if (guess.empty()) {
+      // Nothing declared and nothing kept: no grid; the binning pass below finds no point either.
+      no_points_ = true;
+      return;
+    }
+    try {
+      grid_ = grid_from_bounds(guess, o_.xres, o_.yres);
+    } catch (error const& e) {
+      if (!speculative_) { throw; }
+      // Absurd header bounds (a grid past the limits): read the bounds of the points instead.
+      report_.warnings.push_back("the bounds the input headers declare make no usable grid (" + std::string(e.what()) +
+                                 "); reading the points' bounds first");
+      grid_ = grid_from_bounds(bounds_pass(all_), o_.xres, o_.yres);
+      speculative_ = false;
+      return;
+    }
+    if (speculative_ && bands_for(grid_) > 1) {
+      // A guess that needs several bands would cost a pass per band if wrong: know the bounds first.
+      grid_ = grid_from_bounds(bounds_pass(all_), o_.xres, o_.yres);
+      speculative_ = false;
+    }
+  }
+
+  std::uint64_t accumulator_bytes(grid_spec const& g) const
+  {
+    return g.num_cells() * accumulator_bytes_per_cell(acc_request_);
+  }
+
+  int bands_for(grid_spec const& g)
+  {
+    std::uint64_t const bytes = accumulator_bytes(g);
+    std::uint64_t budget = std::numeric_limits<std::uint64_t>::max();
+    if (route_ != bin_route::gpu) { budget = std::min(budget, host_budget()); }
+    if (route_ != bin_route::cpu) {
+      std::uint64_t device = o_.device_memory;
+      if (device == 0 && bytes > device_bytes_assumed_free) {
+        if (auto const facts = gpu_->wait_started()) {
+          std::uint64_t const ring = gpu_binner::device_bytes(grid_band{}, binner_options()) + (std::uint64_t{64} << 20);
+          device = facts->free_bytes * 8 / 10 > ring ? facts->free_bytes * 8 / 10 - ring : 1;
+        }
+      }
+      if (device > 0) { budget = std::min(budget, device); }
+    }
+    budget = std::max<std::uint64_t>(budget, 1);
+    // Rounded up without overflow (budget may be the largest uint64).
+    std::uint64_t const passes = std::max<std::uint64_t>(1, bytes / budget + (bytes % budget != 0 ? 1 : 0));
+    if (passes > max_band_passes || (passes > 1 && g.rows < passes)) {
+      std::ostringstream m;
+      m << "a grid of " << g.cols << " x " << g.rows << " = " << g.num_cells() << " cells needs "
+        << format_bytes(bytes) << " of accumulators for these metrics, but the memory budget is "
+        << format_bytes(budget) << " (" << (o_.host_memory > 0 || o_.device_memory > 0 ? "--memory" : "default: half the available memory")
+        << "): " << passes << " passes over the input, more than " << max_band_passes
+        << "; use a coarser --res, a smaller --te or a larger --memory";
+      throw error(error_kind::resource, m.str());
+    }
+    return static_cast<int>(std::min<std::uint64_t>(passes, g.rows));
+  }
+
+  gpu_binner_options binner_options() const
+  {
+    gpu_binner_options b;
+    b.batch_points = batch_points_;
+    b.device_batches = 3;
+    b.reduction = o_.reduction.value_or(sums_ ? batch_reduction::sorted : batch_reduction::atomic);
+    // thread reduces each cell of a batch in order from 0.0, exactly as host_grid::reduce_batch does:
+    // mean and stddev bit-identical to the CPU's (other modes sum big cells in another order).
+    b.mode = o_.mode.value_or(reduce_mode::thread);
+    b.request = acc_request_;
+    return b;
+  }
+
+  // ---- passes --------------------------------------------------------------------------------
+
+  /// Bins every band of grid_ and writes them. Returns false when the guessed grid turned out wrong
+  /// (grid_ is then the grid of the points, and the caller runs again).
+  bool bin_and_write()
+  {
+    if (no_points_) {
+      throw error(error_kind::input, (all_.empty() ? std::string("input") : all_.front()->info().path) +
+                                       ": no points to grid (the input is empty or every point was filtered out)");
+    }
+    int const bands = bands_for(grid_);
+    report_.bands = bands;
+    report_.binned = report_.non_empty = report_.max_count = counted_ = 0;
+    if (bands > 1 && route_ == bin_route::cooperative) {
+      // Splitting a band between the CPU and the GPU would pass every point over both for each band.
+      route_ = bin_route::gpu;
+    }
+    std::uint32_t const rows_per_band = (grid_.rows + static_cast<std::uint32_t>(bands) - 1) / static_cast<std::uint32_t>(bands);
+    grid_spec out_grid = grid_;
+    for (std::uint32_t first = 0; first < grid_.rows; first += rows_per_band) {
+      grid_band const band{grid_, first, std::min(rows_per_band, grid_.rows - first)};
+      bin_band(band, first == 0);
+      if (first == 0) {
+        // The first pass has seen every point: check the guessed grid.
+        auto const& kept = last_read_.total.extent;
+        if (kept.empty()) {
+          if (!o_.fixed_grid) {
+            throw error(error_kind::input,
+                        (all_.empty() ? std::string("input") : all_.front()->info().path) +
+                          (last_read_.total.filtered.points_in == 0
+                             ? ": no points to grid (the input is empty)"
+                             : ": no points left to grid after filtering (" +
+                                 std::to_string(last_read_.total.filtered.removed()) + " filtered)"));
+          }
+        }
+        if (speculative_) {
+          grid_spec const actual = grid_from_bounds(kept, o_.xres, o_.yres);
+          bool const fits = pass_outside_ == 0 && same_origin(actual, grid_) && actual.cols <= grid_.cols &&
+                            actual.rows <= grid_.rows;
+          note_lying_headers();
+          if (!fits) {
+            report_.warnings.push_back(
+              "the grid guessed from the headers' bounds differs from the points' (" + describe_bounds(kept) +
+              "); reading the points again with the grid of the points");
+            grid_ = actual;
+            speculative_ = false;
+            return false;
+          }
+          out_grid = actual;  // the same origin: the guessed grid cropped at the right and bottom
+        }
+        report_.grid = out_grid;
+        output_.begin(out_grid, max_count_bound(bands));
+      }
+      finalize_band(band, out_grid);
+    }
+    check_counts();
+    output_.commit();
+    return true;
+  }
+
+  void bin_band(grid_band const& band, bool first_band)
+  {
+    auto const t = clock_type::now();
+    host_.reset();
+    if (route_ != bin_route::gpu) { host_ = std::make_unique<host_grid>(band, acc_request_); }
+    if (gpu_ != nullptr) {
+      if (!gpu_configured_) {
+        gpu_->configure(band, binner_options());
+        gpu_configured_ = true;
+      } else {
+        // A later pass: the binner (made for the first band, once CUDA was up) starts over.
+        std::atomic<bool> const never{false};
+        if (gpu_->wait_ready(never)) { gpu_->binner().reset(band); }
+      }
+    }
+    std::function<host_grid*()> make_host;
+    if (o_.device == device_choice::automatic) {
+      make_host = [this, band]() -> host_grid* {
+        host_ = std::make_unique<host_grid>(band, acc_request_);
+        fell_back_ = true;
+        return host_.get();
+      };
+    }
+    grid_sink sink(route_, threads_, batch_points_, host_.get(), gpu_.get(), std::move(make_host));
+    read_progress counter;
+    progress_->follow(&counter, 0, report_.passes == 0 ? "grid" : "grid (pass " + std::to_string(report_.passes + 1) + ")");
+    last_read_ = read_parts(all_, rules_, {threads_, sums_}, sink, &counter);
+    ++report_.passes;
+
+    std::uint64_t binned = sink.cpu_binning().binned;
+    std::uint64_t outside = sink.cpu_binning().outside;
+    if (sink.gpu_batches() > 0) {
+      auto& b = gpu_->binner();
+      b.synchronize();
+      binned += b.points_binned();
+      outside += b.points_outside();
+      report_.device = gpu_->wait_started().value_or(gpu_stage::device_facts{}).name;
+    }
+    gpu_used_ = sink.gpu_batches() > 0;
+    if (gpu_ != nullptr && gpu_->current() == gpu_stage::state::failed && o_.device == device_choice::gpu) {
+      throw error(error_kind::device, "--device gpu: the GPU could not be used: " + gpu_->failure());
+    }
+    pass_outside_ = outside;
+    report_.cpu_batches += sink.cpu_batches();
+    report_.gpu_batches += sink.gpu_batches();
+    report_.read_busy_s += last_read_.read_seconds;
+    report_.cpu_bin_busy_s += last_read_.sink_seconds;
+    report_.wait_busy_s += last_read_.wait_seconds;
+    report_.bin_pass_s += seconds_since(t);
+    if (first_band) {
+      report_.read = last_read_.total;
+      report_.outside = outside;
+    }
+    report_.binned += binned;
+    if (gpu_ != nullptr) { report_.gpu_start_s = gpu_->start_seconds(); }
+    report_.route = !gpu_used_ ? "CPU" : (sink.cpu_batches() > 0 ? "CPU + GPU" : "GPU");
+  }
+
+  void note_lying_headers()
+  {
+    for (std::size_t s = 0; s < all_.size(); ++s) {
+      auto const d = all_[s]->declared_bounds();
+      auto const& kept = last_read_.per_source[s].extent;
+      if (d && !d->empty() && !within(kept, *d)) {
+        report_.warnings.push_back(all_[s]->info().path + ": points lie outside the bounds its header declares (" +
+                                   describe_bounds(kept) + " vs header " + describe_bounds(*d) + ")");
+      }
+    }
+  }
+
+  std::uint64_t max_count_bound(int bands)
+  {
+    if (!o_.request.count) { return 0; }
+    if (bands > 1) {
+      // Rows are written before later bands are binned: bound by every point of the job.
+      std::uint64_t const known = known_points();
+      return known > 0 ? known : std::numeric_limits<std::uint64_t>::max();
+    }
+    if (!gpu_used_) { return host_->max_count(); }
+    if (host_ == nullptr || (fell_back_ == false && route_ == bin_route::gpu)) { return gpu_->binner().max_count(); }
+    // Both sides binned: a cell's count is the sum of two; cheap bound first, exact when it matters.
+    std::uint64_t const bound = std::uint64_t{host_->max_count()} + gpu_->binner().max_count();
+    return bound <= (std::uint64_t{1} << 24) ? bound : exact_merged_max();
+  }
+
+  std::uint64_t exact_merged_max()
+  {
+    auto const& band = gpu_->binner().band();
+    std::uint32_t const rows_per = static_cast<std::uint32_t>(std::max<std::uint64_t>(1, window_cells / band.grid.cols));
+    std::uint64_t largest = 0;
+    window_scratch w;
+    for (std::uint32_t r = 0; r < band.rows; r += rows_per) {
+      std::uint32_t const rows = std::min(rows_per, band.rows - r);
+      auto const view = merged_window(band, r, rows, w);
+      for (std::uint64_t i = 0; i < view.cells; ++i) { largest = std::max<std::uint64_t>(largest, view.count[i]); }
+    }
+    return largest;
+  }
+
+  struct window_scratch {
+    std::vector<std::uint64_t> lo, hi;
+    std::vector<std::uint32_t> count;
+  };
+
+  /// Device rows downloaded, the host's rows merged into them.
+  accumulator_view merged_window(grid_band const& band, std::uint32_t row0, std::uint32_t rows, window_scratch& w)
+  {
+    std::uint64_t const cells = std::uint64_t{rows} * band.grid.cols;
+    w.lo.resize(cells);
+    w.hi.resize(cells);
+    w.count.resize(cells);
+    gpu_->binner().download_extremes(row0, rows, w.lo.data(), w.hi.data(), w.count.data());
+    accumulator_view const view{w.lo.data(), w.hi.data(), w.count.data(), nullptr, nullptr, cells};
+    if (host_ != nullptr) { host_->merge_into(view, std::uint64_t{row0} * band.grid.cols); }
+    return view;
+  }
+
+  void finalize_band(grid_band const& band, grid_spec const& out_grid)
+  {
+    auto const t = clock_type::now();
+    std::uint32_t const out_rows_end = std::min<std::uint32_t>(band.first_row + band.rows, out_grid.rows);
+    if (band.first_row >= out_rows_end) { return; }
+    std::uint32_t const rows_in_band = out_rows_end - band.first_row;
+    std::uint32_t const rows_per =
+      static_cast<std::uint32_t>(std::max<std::uint64_t>(1, window_cells / std::max<std::uint32_t>(1, band.grid.cols)));
+    metric_request fin = o_.request;
+    fin.count = true;  // non-empty cells and the total are counted from it
+    bool const host_only = !gpu_used_;
+    bool const device_only = gpu_used_ && host_ == nullptr;
+    window_scratch scratch;
+    double writing = 0.0;
+    omp_set_num_threads(static_cast<int>(threads_));
+    for (std::uint32_t r = 0; r < rows_in_band; r += rows_per) {
+      std::uint32_t const rows = std::min(rows_per, rows_in_band - r);
+      cell_results window;
+      if (host_only) {
+        window = host_->finalize_rows(r, rows, out_grid.cols, fin, o_.nodata);
+      } else if (device_only) {
+        window = gpu_->binner().finalize_rows(r, rows, out_grid.cols, fin, o_.nodata);
+      } else {
+        auto const view = merged_window(band, r, rows, scratch);
+        window = finalize_window(view, 0, band.grid.cols, rows, out_grid.cols, fin, o_.nodata);
+      }
+      std::uint64_t total = 0, non_empty = 0;
+      for (auto const n : window.count) {
+        total += n;
+        non_empty += n != 0;
+        report_.max_count = std::max<std::uint64_t>(report_.max_count, n);
+      }
+      counted_ += total;
+      report_.non_empty += non_empty;
+      if (!o_.request.count) { window.count = {}; }
+      auto const w = clock_type::now();
+      output_.write_rows(band.first_row + r, rows, window);
+      writing += seconds_since(w);
+    }
+    report_.finalize_s += seconds_since(t) - writing;
+    if (gpu_used_) { report_.gpu = gpu_->binner().times(); }
+  }
+
+  void check_counts()
+  {
+    // A cell's count is 32 bits: with 2^32 points or more one could have wrapped. The counts of the
+    // output cells then no longer add up to the points binned into them.
+    if (report_.binned >= (std::uint64_t{1} << 32) && counted_ != report_.binned) {
+      throw error(error_kind::resource, "a cell holds more than 4,294,967,295 points, more than a count can hold; "
+                                        "choose a finer resolution (--res)");
+    }
+  }
+
+  std::vector<part_source*> all_;
+  grid_job_options const& o_;
+  grid_output& output_;
+  std::unique_ptr<gpu_stage> gpu_;
+  filter_rules rules_;
+  unsigned threads_;
+  std::size_t batch_points_;
+  metric_request acc_request_;
+  bool sums_{false};
+
+  bin_route route_{bin_route::cpu};
+  grid_spec grid_{};
+  bool speculative_{false};
+  bool no_points_{false};
+  bool gpu_configured_{false};
+  bool gpu_used_{false};
+  bool fell_back_{false};
+  std::unique_ptr<host_grid> host_;
+  read_report last_read_;
+  std::uint64_t pass_outside_{0};
+  std::uint64_t counted_{0};
+  std::unique_ptr<progress_display> progress_;
+  grid_job_report report_;
+};
+
+}  // namespace
+
+bool auto_wants_gpu(std::uint64_t points, metric_request const& request) noexcept
+{
+  if (points == 0) { return true; }  // unknown: start it, the CPU works meanwhile
+  return points >= (request.needs_sums() ? auto_device_policy::sums_gpu_min_points : auto_device_policy::gpu_min_points);
+}
+
+unsigned worker_threads(unsigned requested) noexcept
+{
+  if (requested > 0) { return requested; }
+  int const omp = omp_get_max_threads();
+  return static_cast<unsigned>(std::max(1, omp));
+}
+
+grid_job_report run_grid_job(std::vector<std::unique_ptr<part_source>> const& sources, grid_job_options const& options,
+                             grid_output& output, std::unique_ptr<gpu_stage> gpu)
+{
+  grid_job job(sources, options, output, std::move(gpu));
+  return job.run();
+}
+
+}  // namespace heightgrid::app

@@ -1,0 +1,115 @@
+#pragma once
+// How a gridding job flows, in one place:
+//
+//   sources (part_source: LAS/LAZ parts, synthetic parts, sequential text/GDAL)
+//     -> read_parts: workers read and filter parts in parallel into batches
+//     -> grid_sink: batches binned into accumulators — host_grid (CPU atomics, or per-cell partials
+//        merged in batch order when mean/stddev are asked), gpu_binner (GPU, fed from a ring of host
+//        batches on a copy stream), or both (the CPU bins until the GPU has started)
+//     -> finalize row windows into bands -> grid_output (GeoTIFF writer)
+//
+// The grid: --te fixes it; otherwise it is guessed from the bounds the sources declare (LAS headers)
+// and checked against the points read — the first pass tracks the bounds of the kept points, and if
+// the grid they give differs from the guess in its origin (a header wider at the west or north edge,
+// or a point outside its header's bounds), the points are read again with the right grid, so the
+// output is always the grid of the points. Sources that declare nothing get a bounds pass first.
+// A grid whose accumulators do not fit the memory budget is done in bands of rows, one pass each.
+
+#include "pipeline/gpu_stage.hpp"
+#include "pipeline/scheduler.hpp"
+
+#include "heightgrid/core/grid_spec.hpp"
+#include "heightgrid/core/metrics.hpp"
+#include "heightgrid/core/point_filter.hpp"
+#include "heightgrid/core/point_source.hpp"
+#include "heightgrid/kernels/gpu_binner.hpp"
+#include "heightgrid/kernels/reduce_mode.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace heightgrid::app {
+
+enum class device_choice { automatic, gpu, cpu };
+
+/// The thresholds of --device auto, named so that a measurement can move them (docs/benchmarks.md).
+struct auto_device_policy {
+  /// Below this many points (from the headers) the GPU is not started: the CPU finishes first.
+  static constexpr std::uint64_t gpu_min_points = 2'000'000;
+  /// Mean/stddev cannot be shared between the CPU and the GPU (the merge order would depend on
+  /// timing), so such jobs pick one; the GPU from this many points.
+  static constexpr std::uint64_t sums_gpu_min_points = 20'000'000;
+};
+
+struct grid_job_options {
+  double xres{1.0};
+  double yres{1.0};
+  std::optional<grid_spec> fixed_grid;  ///< --te
+  metric_request request;               ///< the output bands
+  float nodata{default_nodata};
+  filter_options filter;
+  device_choice device{device_choice::automatic};
+  std::optional<reduce_mode> mode;           ///< the CSR mode of sorted batch reductions on the GPU (default: thread)
+  std::optional<batch_reduction> reduction;  ///< default: atomic without mean/stddev, sorted with
+  unsigned threads{0};                       ///< 0: every core
+  std::uint64_t host_memory{0};              ///< accumulator budget on the host, bytes (0: default)
+  std::uint64_t device_memory{0};            ///< on the device (0: default)
+  bool progress{false};
+  bool progress_terminal{false};
+};
+
+/// Receives the output grid, row window by row window, in increasing rows.
+class grid_output {
+ public:
+  virtual ~grid_output() = default;
+  /// The output grid and the largest count of a cell (decides the data type), before any row.
+  virtual void begin(grid_spec const& grid, std::uint64_t max_count) = 0;
+  virtual void write_rows(std::uint32_t row0, std::uint32_t rows, cell_results const& window) = 0;
+  virtual void commit() = 0;
+};
+
+/// What happened, for the log and --json.
+struct grid_job_report {
+  grid_spec grid;
+  part_result read;  ///< filter statistics, bounds and z range of the kept points
+  std::uint64_t binned{0};
+  std::uint64_t outside{0};
+  std::uint64_t non_empty{0};
+  std::uint64_t max_count{0};
+  int passes{0};       ///< binning passes over the points (a failed guess costs one)
+  int bounds_passes{0};
+  int bands{1};
+  std::string route;   ///< "CPU", "GPU", "CPU + GPU"
+  std::string device;  ///< the GPU's name, when one was used
+  std::uint64_t cpu_batches{0};
+  std::uint64_t gpu_batches{0};
+  unsigned threads{0};
+  double gpu_start_s{0.0};
+  std::string gpu_note;  ///< why the GPU was not used, when it was not
+  double bounds_s{0.0};
+  double bin_pass_s{0.0};     ///< wall time of the binning passes (reading included)
+  double read_busy_s{0.0};    ///< worker time spent reading/decoding (all threads)
+  double cpu_bin_busy_s{0.0}; ///< worker time spent binning on the CPU
+  double wait_busy_s{0.0};    ///< worker time waiting (batch memory, delivery turn, the GPU)
+  gpu_binner_times gpu;
+  double finalize_s{0.0};     ///< finalize + download of the row windows (the output's time excluded)
+  std::uint64_t bytes_read{0};
+  std::vector<std::string> warnings;
+};
+
+/// Runs the job. `gpu` is a stage started early by the caller (or null: the job starts one if its
+/// route needs it). Throws heightgrid::error; the output is committed only on success.
+grid_job_report run_grid_job(std::vector<std::unique_ptr<part_source>> const& sources, grid_job_options const& options,
+                             grid_output& output, std::unique_ptr<gpu_stage> gpu = nullptr);
+
+/// Whether a job of `points` points (0: unknown) with `request` would use the GPU under --device
+/// auto: callers start the GPU early with it.
+[[nodiscard]] bool auto_wants_gpu(std::uint64_t points, metric_request const& request) noexcept;
+
+/// Worker threads for `requested` (0: the cores this process may use).
+[[nodiscard]] unsigned worker_threads(unsigned requested) noexcept;
+
+}  // namespace heightgrid::app

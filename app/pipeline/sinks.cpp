@@ -1,0 +1,165 @@
+#include "pipeline/sinks.hpp"
+
+#include "heightgrid/core/error.hpp"
+
+#include <cstdlib>
+
+namespace heightgrid::app {
+
+void worker_buffers::aligned_free::operator()(std::byte* p) const noexcept { std::free(p); }
+
+worker_buffers::worker_buffers(unsigned workers, std::size_t batch_points)
+  : batch_points_(batch_points), memory_(workers)
+{
+}
+
+point_batch worker_buffers::get(unsigned worker)
+{
+  auto& m = memory_.at(worker);
+  if (!m) {
+    std::size_t const bytes = (batch_bytes(batch_points_) + 63) / 64 * 64;
+    m.reset(static_cast<std::byte*>(std::aligned_alloc(64, bytes)));
+    expects(m != nullptr, error_kind::resource,
+            "cannot allocate " + std::to_string(bytes >> 20) + " MiB for a reading thread's batch");
+  }
+  point_batch b;
+  b.data = m.get();
+  b.capacity = batch_points_;
+  return b;
+}
+
+grid_sink::grid_sink(bin_route route, unsigned workers, std::size_t batch_points, host_grid* host, gpu_stage* gpu,
+                     std::function<host_grid*()> make_host)
+  : route_(route), buffers_(workers, batch_points), host_(host), gpu_(gpu), make_host_(std::move(make_host)),
+    workers_(workers)
+{
+  expects(route == bin_route::gpu || host != nullptr, error_kind::internal, "grid_sink: CPU binning without a host grid");
+  expects(route == bin_route::cpu || gpu != nullptr, error_kind::internal, "grid_sink: GPU binning without a GPU stage");
+}
+
+point_batch grid_sink::acquire(unsigned worker, std::atomic<bool> const& stopping)
+{
+  switch (route_) {
+    case bin_route::cpu: break;
+    case bin_route::gpu:
+      if (auto slot = gpu_->slot(stopping)) { return *slot; }
+      break;  // stopping: any memory will do, it is given back unused
+    case bin_route::cooperative:
+      if (auto slot = gpu_->try_slot()) { return *slot; }
+      break;
+  }
+  return buffers_.get(worker);
+}
+
+void grid_sink::process(unsigned worker, point_batch& batch)
+{
+  if (gpu_ != nullptr && gpu_->owns(batch)) { return; }  // binned when delivered
+  bin_on_cpu(worker, batch);
+}
+
+void grid_sink::bin_on_cpu(unsigned worker, point_batch& batch)
+{
+  auto& w = workers_[worker];
+  host_grid* host = host_.load() != nullptr ? host_.load() : fallback_host();
+  if (host->keeps_sums()) {
+    host->reduce_batch(batch, w.partials);
+    w.binning.binned += w.partials.binning.binned;
+    w.binning.outside += w.partials.binning.outside;
+    w.partials_pending = true;
+  } else {
+    auto const b = host->add_batch(batch);
+    w.binning.binned += b.binned;
+    w.binning.outside += b.outside;
+  }
+  ++w.cpu_batches;
+}
+
+void grid_sink::deliver(unsigned worker, part_ticket const&, point_batch& batch)
+{
+  auto& w = workers_[worker];
+  if (gpu_ != nullptr && gpu_->owns(batch)) {
+    std::atomic<bool> const never{false};
+    if (gpu_->current() == gpu_stage::state::ready || gpu_->wait_ready(never)) {
+      gpu_->submit(batch);
+      ++w.gpu_batches;
+      return;
+    }
+    // The GPU did not start: bin the slot's batch on the CPU (in order, since this is deliver()).
+    try {
+      bin_on_cpu(worker, batch);
+      if (w.partials_pending) {
+        host_.load()->merge(w.partials);
+        w.partials_pending = false;
+      }
+    } catch (...) {
+      gpu_->give_back(batch);
+      throw;
+    }
+    gpu_->give_back(batch);
+    return;
+  }
+  if (w.partials_pending) {
+    host_.load()->merge(w.partials);
+    w.partials_pending = false;
+  }
+}
+
+void grid_sink::give_back(unsigned, point_batch& batch)
+{
+  if (gpu_ != nullptr && gpu_->owns(batch)) { gpu_->give_back(batch); }
+}
+
+void grid_sink::stop()
+{
+  if (gpu_ != nullptr) { gpu_->stop(); }
+}
+
+host_grid* grid_sink::fallback_host()
+{
+  std::lock_guard<std::mutex> lock(fallback_mutex_);
+  if (host_.load() == nullptr) {
+    expects(static_cast<bool>(make_host_), error_kind::device,
+            "--device gpu: the GPU could not be used: " + (gpu_ != nullptr ? gpu_->failure() : std::string("no GPU stage")));
+    host_.store(make_host_());
+  }
+  return host_.load();
+}
+
+batch_binning grid_sink::cpu_binning() const
+{
+  batch_binning total;
+  for (auto const& w : workers_) {
+    total.binned += w.binning.binned;
+    total.outside += w.binning.outside;
+  }
+  return total;
+}
+
+std::uint64_t grid_sink::cpu_batches() const
+{
+  std::uint64_t n = 0;
+  for (auto const& w : workers_) { n += w.cpu_batches; }
+  return n;
+}
+
+std::uint64_t grid_sink::gpu_batches() const
+{
+  std::uint64_t n = 0;
+  for (auto const& w : workers_) { n += w.gpu_batches; }
+  return n;
+}
+
+void collect_sink::deliver(unsigned, part_ticket const&, point_batch& batch)
+{
+  std::size_t const first = out_.x.size();
+  out_.x.resize(first + batch.size);
+  out_.y.resize(first + batch.size);
+  out_.z.resize(first + batch.size);
+  for (std::size_t i = 0; i < batch.size; ++i) {
+    out_.x[first + i] = batch.x_at(i);
+    out_.y[first + i] = batch.y_at(i);
+    out_.z[first + i] = batch.z_at(i);
+  }
+}
+
+}  // namespace heightgrid::app

@@ -1,0 +1,112 @@
+#pragma once
+// Where batches go after reading (part_sink implementations):
+//  - bounds_sink: nowhere (a bounds pass: read_parts gathers the bounds of the kept points);
+//  - grid_sink: into a grid's accumulators, on the CPU, on the GPU, or on both (cooperative);
+//  - collect_sink: into one point_chunk in input order (compare's whole-grid CSR).
+
+#include "pipeline/gpu_stage.hpp"
+#include "pipeline/scheduler.hpp"
+
+#include "heightgrid/core/host_grid.hpp"
+#include "heightgrid/core/point_chunk.hpp"
+
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+namespace heightgrid::app {
+
+/// One batch buffer per worker, allocated on first use and reused.
+class worker_buffers {
+ public:
+  worker_buffers(unsigned workers, std::size_t batch_points);
+  [[nodiscard]] point_batch get(unsigned worker);
+
+ private:
+  struct aligned_free {
+    void operator()(std::byte* p) const noexcept;
+  };
+  std::size_t batch_points_;
+  std::vector<std::unique_ptr<std::byte[], aligned_free>> memory_;
+};
+
+class bounds_sink final : public part_sink {
+ public:
+  bounds_sink(unsigned workers, std::size_t batch_points) : buffers_(workers, batch_points) {}
+  point_batch acquire(unsigned worker, std::atomic<bool> const&) override { return buffers_.get(worker); }
+  void deliver(unsigned, part_ticket const&, point_batch&) override {}
+  void give_back(unsigned, point_batch&) override {}
+
+ private:
+  worker_buffers buffers_;
+};
+
+/// Where a grid_sink bins.
+enum class bin_route {
+  cpu,          ///< workers bin their own batches into a host_grid
+  gpu,          ///< every batch goes through the GPU ring (waits for the GPU to start)
+  cooperative,  ///< the CPU bins until the GPU is ready; then batches go to the GPU when a ring slot
+                ///< is free, else to the CPU (min/max/count only: order-free merges)
+};
+
+/// Bins batches into a grid's accumulators. With sums (ordered reading), the CPU reduces each batch
+/// per cell in process() and merges the partials in deliver(), in batch order.
+class grid_sink final : public part_sink {
+ public:
+  /// `host` may be null for the gpu route; `make_host` then creates it if the GPU fails to start and
+  /// the job may fall back to the CPU (empty: the failure is an error).
+  grid_sink(bin_route route, unsigned workers, std::size_t batch_points, host_grid* host, gpu_stage* gpu,
+            std::function<host_grid*()> make_host);
+
+  point_batch acquire(unsigned worker, std::atomic<bool> const& stopping) override;
+  void process(unsigned worker, point_batch& batch) override;
+  void deliver(unsigned worker, part_ticket const& ticket, point_batch& batch) override;
+  void give_back(unsigned worker, point_batch& batch) override;
+  void stop() override;
+
+  /// Points binned / outside the grid by the CPU (the GPU counts its own).
+  [[nodiscard]] batch_binning cpu_binning() const;
+  /// Batches binned on each side.
+  [[nodiscard]] std::uint64_t cpu_batches() const;
+  [[nodiscard]] std::uint64_t gpu_batches() const;
+  /// The host grid in use (null if none was needed).
+  [[nodiscard]] host_grid* host() const noexcept { return host_.load(); }
+
+ private:
+  void bin_on_cpu(unsigned worker, point_batch& batch);
+  host_grid* fallback_host();
+
+  struct per_worker {
+    batch_partials partials;
+    batch_binning binning;
+    std::uint64_t cpu_batches{0};
+    std::uint64_t gpu_batches{0};
+    bool partials_pending{false};
+  };
+
+  bin_route route_;
+  worker_buffers buffers_;
+  std::atomic<host_grid*> host_;
+  gpu_stage* gpu_;
+  std::function<host_grid*()> make_host_;
+  std::mutex fallback_mutex_;
+  std::vector<per_worker> workers_;
+};
+
+/// Appends every batch, decoded to doubles, to one point_chunk in input order (ordered reading).
+class collect_sink final : public part_sink {
+ public:
+  collect_sink(unsigned workers, std::size_t batch_points, point_chunk& out) : buffers_(workers, batch_points), out_(out)
+  {
+  }
+  point_batch acquire(unsigned worker, std::atomic<bool> const&) override { return buffers_.get(worker); }
+  void deliver(unsigned worker, part_ticket const& ticket, point_batch& batch) override;
+  void give_back(unsigned, point_batch&) override {}
+
+ private:
+  worker_buffers buffers_;
+  point_chunk& out_;
+};
+
+}  // namespace heightgrid::app

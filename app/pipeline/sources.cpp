@@ -1,0 +1,161 @@
+#include "pipeline/sources.hpp"
+
+#include "heightgrid/core/error.hpp"
+#include "heightgrid/io/las_reader.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <exception>
+#include <filesystem>
+#include <mutex>
+#include <thread>
+
+namespace heightgrid::app {
+namespace {
+
+namespace fs = std::filesystem;
+
+class sequential_part_source final : public part_source {
+ public:
+  sequential_part_source(std::function<std::unique_ptr<point_source>()> open, std::size_t part_points,
+                         std::optional<bounds> declared)
+    : open_(std::move(open)), source_(open_()), info_(source_->info()), part_points_(part_points), declared_(declared)
+  {
+  }
+
+  [[nodiscard]] source_info const& info() const override { return info_; }
+  [[nodiscard]] std::optional<bounds> declared_bounds() const override { return declared_; }
+  [[nodiscard]] std::optional<std::uint64_t> part_count() const override { return std::nullopt; }
+  [[nodiscard]] bool concurrent_parts() const override { return false; }
+  [[nodiscard]] std::size_t max_part_points() const override { return part_points_; }
+
+  part_result read_part(std::uint64_t k, filter_rules const& rules, point_batch& out) override
+  {
+    if (k == 0 && next_ != 0) {  // another pass: start over
+      source_ = open_();
+      next_ = 0;
+    }
+    expects(k == next_, error_kind::internal,
+            info().path + ": sequential part " + std::to_string(k) + " asked for, " + std::to_string(next_) + " is next");
+    ++next_;
+    part_result r;
+    bool const more = source_->read(chunk_, part_points_);
+    r.last = !more;
+    apply_filter(rules, chunk_, r.filtered);
+    out.encoding = coord_encoding::float64;
+    out.size = chunk_.size();
+    double* x = out.x();
+    double* y = out.y();
+    double* z = out.z();
+    for (std::size_t i = 0; i < chunk_.size(); ++i) {
+      x[i] = chunk_.x[i];
+      y[i] = chunk_.y[i];
+      z[i] = chunk_.z[i];
+      r.extent.extend(chunk_.x[i], chunk_.y[i]);
+      r.z_min = std::min(r.z_min, chunk_.z[i]);
+      r.z_max = std::max(r.z_max, chunk_.z[i]);
+    }
+    return r;
+  }
+
+ private:
+  std::function<std::unique_ptr<point_source>()> open_;
+  std::unique_ptr<point_source> source_;
+  source_info info_;
+  std::size_t part_points_;
+  std::optional<bounds> declared_;
+  std::uint64_t next_{0};
+  point_chunk chunk_;
+};
+
+std::unique_ptr<part_source> open_part_source(std::string const& path, input_options const& options)
+{
+  std::size_t const part = options.chunk_points;
+  switch (resolve_input_format(path, options.format)) {
+    case input_format::las: return io::open_las_parts(path, part);
+    case input_format::text:
+    case input_format::raster:
+    case input_format::vector:
+    case input_format::automatic: break;
+  }
+  return sequential_parts([path, options] { return open_input(path, options); }, part);
+}
+
+}  // namespace
+
+std::unique_ptr<part_source> sequential_parts(std::function<std::unique_ptr<point_source>()> open,
+                                              std::size_t part_points, std::optional<bounds> declared)
+{
+  return std::make_unique<sequential_part_source>(std::move(open), part_points, declared);
+}
+
+std::vector<std::string> input_paths(input_selection const& in)
+{
+  if (!in.synth.empty()) {
+    expects(in.inputs.empty(), error_kind::usage, "give either input files or --synth, not both");
+    return {};
+  }
+  expects(!in.inputs.empty(), error_kind::usage, "no input given (name files, a directory or a glob, or use --synth)");
+  return expand_inputs(in.inputs);
+}
+
+std::uint64_t guess_points(input_selection const& in, std::vector<std::string> const& paths)
+{
+  if (!in.synth.empty()) { return in.synthetic.points.value_or(0); }
+  std::uint64_t points = 0;
+  for (auto const& p : paths) {
+    std::error_code ec;
+    auto const bytes = fs::file_size(p, ec);
+    if (ec) { continue; }
+    auto ext = fs::path(p).extension().string();
+    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+    // Bytes per point, roughly: LAS records 20-67 bytes, LAZ about a tenth of that, text lines ~30.
+    points += bytes / (ext == ".laz" ? 4 : ext == ".las" ? 34 : 30);
+  }
+  return points;
+}
+
+opened_sources open_sources(input_selection const& in, std::vector<std::string> paths,
+                            std::optional<double> cell_size_hint, unsigned threads)
+{
+  opened_sources out;
+  expects(in.reader.chunk_points > 0, error_kind::usage, "--chunk-points must be > 0");
+  if (!in.synth.empty()) {
+    auto const kind = parse_synth_kind_option(in.synth, "--synth");
+    out.synth = make_synth_options(kind, in.synthetic, cell_size_hint, "--synth-extent");
+    out.sources.push_back(synthetic_parts(*out.synth, in.reader.chunk_points));
+    return out;
+  }
+  auto const format = parse_input_format(in.input_format);
+  expects(format.has_value(), error_kind::usage,
+          "--input-format: '" + in.input_format + "' is not auto, las, text, raster or vector");
+  input_options reader = in.reader;
+  reader.format = *format;
+  out.paths = std::move(paths);
+  out.sources.resize(out.paths.size());
+  // Headers of thousands of tiles: opened on several threads; the first failure (in input order)
+  // is reported.
+  std::vector<std::exception_ptr> failures(out.paths.size());
+  std::atomic<std::size_t> next{0};
+  auto const work = [&] {
+    for (std::size_t i = next++; i < out.paths.size(); i = next++) {
+      try {
+        out.sources[i] = open_part_source(out.paths[i], reader);
+      } catch (...) {
+        failures[i] = std::current_exception();
+      }
+    }
+  };
+  unsigned const n = std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>(out.paths.size())));
+  std::vector<std::thread> pool;
+  for (unsigned t = 1; t < n; ++t) { pool.emplace_back(work); }
+  work();
+  for (auto& t : pool) { t.join(); }
+  for (auto const& f : failures) {
+    if (f) { std::rethrow_exception(f); }
+  }
+  return out;
+}
+
+}  // namespace heightgrid::app
