@@ -183,7 +183,7 @@ CLI::App* add_grid_command(CLI::App& app, grid_options& o)
   cmd->add_option("--mode", o.mode,
                   "How the GPU folds each batch into the grid: atomic (per-point atomics; range, min, max, count), "
                   "or a CSR mode (thread, warp, cub, hybrid) reducing the batch sorted by cell; auto: atomic, or "
-                  "hybrid for mean/stddev")
+                  "thread for mean/stddev (sums in the CPU's order: bit-identical to --device cpu)")
     ->default_val(std::string(auto_mode_name));
   add_input_options(*cmd, o.in);
   cmd->footer(R"(Examples:

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU verification and timings, run on the lent GPU machine from a device pack:
 #   tar xJf .devpack/pack.tar.xz -C /tmp && source /tmp/pack/env.sh && scripts/gpu_check.sh PART
-# PART: tests | sanitize | equal | bench | all, or (run alone) ladder | sanitize2 | sweep | compare8 |
+# PART: tests | sanitize (sanitize_stream: the streaming binner only) | equal | bench (POINTS=1e8 LAS) | all, or (run alone) crossover | huge | ladder | sanitize2 | sweep | compare8 |
 # compare9 (KINDS="skewed clustered" picks the kinds) | sums | torch | pipeline | real (REPEAT=20, MODES=thread,warp,hybrid
 # picks the modes, COMPARE_ARGS=--no-gate adds options) | ncu (KINDS, POINTS) | ncu_source (KIND, KERNEL, MODES). sweep takes SWEEP_ARGS. Logs go to $OUT (or /tmp/gpu_out).
 set -u
@@ -17,6 +17,7 @@ if [[ $part == tests || $part == all ]]; then
   step "device"; nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,clocks.max.mem --format=csv
   step "kernels_tests"; kernels_tests 2>&1 | tee "$out/kernels_tests.log" | grep -E '^\[  (PASSED|FAILED|  SKIPPED)|FAILED|tests ran'
   step "app_tests (CLI end to end, --device auto = GPU here)"; app_tests 2>&1 | tee "$out/app_tests.log" | grep -E '^\[  (PASSED|FAILED)|FAILED|tests ran'
+  step "pipeline_tests (GPU routes, batch reductions, device bands)"; pipeline_tests 2>&1 | tee "$out/pipeline_tests.log" | grep -E '^\[  (PASSED|FAILED|  SKIPPED)|FAILED|tests ran'
 fi
 
 if [[ $part == sanitize || $part == all ]]; then
@@ -28,41 +29,94 @@ if [[ $part == sanitize || $part == all ]]; then
     > "$out/racecheck.log" 2>&1; echo "rc=$?"; grep -E 'RACECHECK SUMMARY|ERROR SUMMARY|PASSED|FAILED' "$out/racecheck.log" | tail -3
 fi
 
+if [[ $part == sanitize || $part == sanitize_stream || $part == all ]]; then
+  for tool in memcheck racecheck synccheck; do
+    step "compute-sanitizer $tool on the streaming binner (pipeline_tests GPU routes)"
+    filter='GridJob.*Gpu*'; [[ $tool == racecheck ]] && filter='GridJob.EveryGpu*'  # racecheck: 15x slower
+    timeout 150 compute-sanitizer --tool $tool --report-api-errors no pipeline_tests --gtest_filter="$filter" \
+      > "$out/pipeline_$tool.log" 2>&1; echo "rc=$?"; grep -E 'SUMMARY|PASSED|FAILED' "$out/pipeline_$tool.log" | tail -3
+  done
+fi
+
 if [[ $part == equal || $part == all ]]; then
-  step "GeoTIFFs from --device gpu (every mode, both CSR methods) byte-identical to --device cpu"
+  step "GeoTIFFs from --device gpu (every batch reduction: atomic and the CSR modes) and auto byte-identical to --device cpu"
   inputs=("$HEIGHTGRID_DATA_DIR/sample.xyz:1" "$HEIGHTGRID_DATA_DIR/dem_small.tif:20")
-  while IFS= read -r f; do inputs+=("$f:1"); done < <(find "$HEIGHTGRID_REAL_DATA_DIR" -name "*.las" | sort)
+  while IFS= read -r f; do inputs+=("$f:1"); done < <(find "$HEIGHTGRID_REAL_DATA_DIR" -name "*.las" -o -name "*.laz" | sort)
   inputs+=("synth:0.5")
   fails=0
   for spec in "${inputs[@]}"; do
     f=${spec%:*}; res=${spec##*:}
-    if [[ $f == synth ]]; then src=(--synth uniform --points 20000000 --synth-extent 0 0 2000 2000); name=synth20M
+    if [[ $f == synth ]]; then src=(--synth lidar --points 20000000 --synth-extent 0 0 2000 2000); name=synth20M
     else src=("$f"); name=$(basename "$f"); fi
     common=(--res "$res" --metrics range,min,max,count -q --overwrite)
     heightgrid grid "${src[@]}" -o "$work/cpu.tif" --device cpu "${common[@]}" || { echo "FAIL cpu $name"; fails=$((fails+1)); continue; }
     line="$name:"
-    for m in thread warp cub hybrid atomic; do for c in radix_sort counting; do
-      heightgrid grid "${src[@]}" -o "$work/gpu.tif" --device gpu --mode $m --csr $c "${common[@]}" \
-        && cmp -s "$work/cpu.tif" "$work/gpu.tif" && line+=" $m/$c=same" || { line+=" $m/$c=DIFFERENT"; fails=$((fails+1)); }
-    done; done
+    for m in atomic thread warp cub hybrid auto; do
+      heightgrid grid "${src[@]}" -o "$work/gpu.tif" --device gpu --mode $m "${common[@]}" \
+        && cmp -s "$work/cpu.tif" "$work/gpu.tif" && line+=" $m=same" || { line+=" $m=DIFFERENT"; fails=$((fails+1)); }
+    done
+    heightgrid grid "${src[@]}" -o "$work/auto.tif" --device auto "${common[@]}" \
+      && cmp -s "$work/cpu.tif" "$work/auto.tif" && line+=" device-auto=same" || { line+=" device-auto=DIFFERENT"; fails=$((fails+1)); }
     echo "$line"
   done
   echo "byte-comparison failures: $fails"
 fi
 
-if [[ $part == bench || $part == all ]]; then
-  for spec in "100000000:3162:1" "1000000000:10000:1"; do
-    IFS=: read -r n side res <<< "$spec"
-    for m in thread warp cub hybrid atomic; do for c in radix_sort counting; do
-      step "grid --synth uniform --points $n (extent $side m, --res $res) --mode $m --csr $c --repeat 5"
-      heightgrid grid --synth uniform --points "$n" --synth-extent 0 0 "$side" "$side" --res "$res" \
-        -o "$work/b.tif" --overwrite --device gpu --mode $m --csr $c --repeat 5 -v --co COMPRESS=NONE 2>&1 \
-        | grep -E 'GPU \(|reduce moved|points read|error'
-    done; done
+# End to end, files in the page cache -> GeoTIFF on disk: wall (median of 3 after a warm-up) and peak
+# RSS, next to the machine's limits measured in the same run (heightgrid limits).
+timed() {  # timed LABEL CMD...: prints the wall and RSS of 3 runs after a warm-up, and the -v report of the last
+  local label=$1; shift
+  "$@" -q > /dev/null 2>&1
+  local walls=() rss=0
+  for _ in 1 2 3; do
+    /usr/bin/time -f "%e %M" -o "$work/time" "$@" -v > "$work/v.log" 2>&1 || { echo "$label: FAILED"; tail -3 "$work/v.log"; return; }
+    read -r w m < "$work/time"; walls+=("$w"); (( m > rss )) && rss=$m
   done
-  step "CPU backend, 10^8 points, $(nproc) threads"
-  heightgrid grid --synth uniform --points 100000000 --synth-extent 0 0 3162 3162 --res 1 -o "$work/c.tif" \
-    --overwrite --device cpu -v --co COMPRESS=NONE 2>&1 | grep -E 'CPU|points read'
+  local med; med=$(printf '%s\n' "${walls[@]}" | sort -n | sed -n 2p)
+  echo "$label: wall ${walls[*]} s (median $med), peak RSS $((rss / 1024)) MiB"
+  grep -E 'points read|read:|GPU |bottleneck|finalize' "$work/v.log" | sed 's/^heightgrid: //' | cut -c1-400
+}
+
+if [[ $part == bench || $part == all ]]; then
+  n=${POINTS:-100000000}
+  las=$work/l$n.las
+  [[ -f $las ]] || { step "synth lidar --points $n"; /usr/bin/time -f "%e s" heightgrid synth lidar --points "$n" -o "$las" -q; }
+  step "machine limits (same run)"; heightgrid limits "$las" 2>&1 | sed 's/^heightgrid: info: //'
+  for d in gpu cpu auto; do
+    step "grid $(basename "$las") --res 1 --device $d"
+    timed "$d" heightgrid grid "$las" -o "$work/o.tif" --overwrite --res 1 --device $d
+  done
+fi
+
+if [[ $part == crossover ]]; then
+  step "--device auto crossover: LAS lidar files of 10 .. 10^8 points, wall median of 3 after a warm-up"
+  for n in 10 1000 100000 1000000 3000000 10000000 30000000 100000000; do
+    f=$work/x$n.las; [[ -f $f ]] || heightgrid synth lidar --points $n -o "$f" -q
+    line="$n points:"
+    for d in cpu gpu auto; do
+      heightgrid grid "$f" -o "$work/x.tif" --overwrite --res 1 --device $d -q 2> /dev/null
+      ws=(); for _ in 1 2 3; do
+        /usr/bin/time -f %e -o "$work/t" heightgrid grid "$f" -o "$work/x.tif" --overwrite --res 1 --device $d -q 2> /dev/null
+        ws+=("$(cat "$work/t")"); done
+      line+=" $d $(printf '%s\n' "${ws[@]}" | sort -n | sed -n 2p) s;"
+    done
+    echo "$line"
+  done
+fi
+
+if [[ $part == huge ]]; then
+  las=$work/l1e9.las
+  [[ -f $las ]] || { step "synth lidar --points 1e9"; /usr/bin/time -f "%e s" heightgrid synth lidar --points 1000000000 -o "$las" -q; }
+  for d in gpu cpu; do
+    step "10^9 points from a LAS file ($(du -h "$las" | cut -f1)), --res 1, --device $d (one warm-up, then one timed run)"
+    heightgrid grid "$las" --res 1 -o "$work/h.tif" --overwrite --device $d -q 2> /dev/null
+    /usr/bin/time -f "wall %e s, peak RSS %M KB" heightgrid grid "$las" --res 1 -o "$work/h.tif" --overwrite --device $d -v 2>&1 \
+      | grep -E 'points read|read:|GPU |bottleneck|wall|error' | sed 's/^heightgrid: //' | cut -c1-400
+  done
+  rm -f "$las"
+  step "10^10 streamed synthetic points (lidar, 100 km x 100 km, --res 10: 10^8 cells of ~100 points), --device gpu"
+  /usr/bin/time -f "wall %e s, peak RSS %M KB" heightgrid grid --synth lidar --points 10000000000 --synth-extent 0 0 100000 100000 --res 10 \
+    -o "$work/h.tif" --overwrite --device gpu -v 2>&1 | grep -E 'points read|read:|GPU |bottleneck|wall|error' | sed 's/^heightgrid: //' | cut -c1-400
 fi
 
 if [[ $part == ladder ]]; then

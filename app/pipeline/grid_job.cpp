@@ -53,7 +53,7 @@ std::string format_bytes(std::uint64_t b)
 std::string describe_bounds(bounds const& b)
 {
   std::ostringstream s;
-  s.precision(12);
+  s.precision(17);  // enough to tell a header rounded in its last digits from the points
   s << "x " << b.xmin << " .. " << b.xmax << ", y " << b.ymin << " .. " << b.ymax;
   return s.str();
 }
@@ -135,10 +135,13 @@ class grid_job {
       case device_choice::cpu: route_ = bin_route::cpu; break;
       case device_choice::gpu: route_ = bin_route::gpu; break;
       case device_choice::automatic:
-        if (gpu_ == nullptr && !auto_wants_gpu(points, o_.request)) {
+        if (points > 0 && !auto_wants_gpu(points, o_.request)) {
           route_ = bin_route::cpu;
+        } else if (points > 0 || sums_) {
+          route_ = bin_route::gpu;  // known to be big enough: the GPU alone (measured faster than sharing)
         } else {
-          route_ = sums_ ? bin_route::gpu : bin_route::cooperative;
+          // Unknown size (text, rasters): the CPU bins while the GPU starts, the GPU takes over once up.
+          route_ = bin_route::cooperative;
         }
         break;
     }
@@ -388,8 +391,13 @@ class grid_job {
       auto const d = all_[s]->declared_bounds();
       auto const& kept = last_read_.per_source[s].extent;
       if (d && !d->empty() && !within(kept, *d)) {
-        report_.warnings.push_back(all_[s]->info().path + ": points lie outside the bounds its header declares (" +
-                                   describe_bounds(kept) + " vs header " + describe_bounds(*d) + ")");
+        double const excess = std::max({d->xmin - kept.xmin, kept.xmax - d->xmax, d->ymin - kept.ymin, kept.ymax - d->ymax});
+        std::ostringstream by;
+        by.precision(3);
+        by << excess;
+        report_.warnings.push_back(all_[s]->info().path + ": points lie outside the bounds its header declares, by up to " +
+                                   by.str() + " (" + describe_bounds(kept) + " vs header " + describe_bounds(*d) +
+                                   "); every point was gridded");
       }
     }
   }

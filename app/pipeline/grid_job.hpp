@@ -38,10 +38,13 @@ enum class device_choice { automatic, gpu, cpu };
 /// The thresholds of --device auto, named so that a measurement can move them (docs/benchmarks.md).
 struct auto_device_policy {
   /// Below this many points (from the headers) the GPU is not started: the CPU finishes first.
-  static constexpr std::uint64_t gpu_min_points = 2'000'000;
+  /// Measured on an H100 host with 16 cores (docs/benchmarks.md, "--device auto"): the GPU route
+  /// costs ~0.5 s before its first point (CUDA's start, the device's accumulators), the CPU grids
+  /// 3 * 10^7 LAS points in 0.38 s and 10^8 in 1.13 s (GPU 1.06 s): the crossover is near 10^8.
+  static constexpr std::uint64_t gpu_min_points = 50'000'000;
   /// Mean/stddev cannot be shared between the CPU and the GPU (the merge order would depend on
-  /// timing), so such jobs pick one; the GPU from this many points.
-  static constexpr std::uint64_t sums_gpu_min_points = 20'000'000;
+  /// timing), so such jobs pick one; the GPU from this many points (not measured separately yet).
+  static constexpr std::uint64_t sums_gpu_min_points = 50'000'000;
 };
 
 struct grid_job_options {

@@ -72,6 +72,8 @@ class fake_source final : public part_source {
   [[nodiscard]] bool concurrent_parts() const override { return concurrent_; }
   [[nodiscard]] std::size_t max_part_points() const override { return part_; }
   void release() override { ++releases; }
+  /// As a text file: the point count is not known before reading.
+  void forget_count() { info_.point_count.reset(); }
 
   part_result read_part(std::uint64_t k, filter_rules const& rules, point_batch& out) override
   {
@@ -574,7 +576,12 @@ TEST(GridJob, GpuRoutesEqualTheCpu)
     for (auto device : {device_choice::gpu, device_choice::automatic}) {
       for (std::size_t part : {std::size_t{1}, std::size_t{999}}) {
         auto const c = three_clouds(part, true);
-        auto const sources = sources_of(c);
+        std::vector<fake_source*> raw;
+        auto const sources = sources_of(c, &raw);
+        // Counts unknown (as for text inputs): auto shares the batches between the CPU and the GPU.
+        if (device == device_choice::automatic) {
+          for (auto* f : raw) { f->forget_count(); }
+        }
         grid_job_options o;
         o.xres = o.yres = 1.0;
         o.request = r;
@@ -589,9 +596,55 @@ TEST(GridJob, GpuRoutesEqualTheCpu)
         auto stage = std::make_unique<gpu_stage>(1000, 16);
         ASSERT_TRUE(stage->wait_started().has_value()) << stage->failure();
         auto const report = run_grid_job(sources, o, gpu, std::move(stage));
-        if (device == device_choice::gpu) { EXPECT_EQ(report.route, "GPU"); }
+        EXPECT_EQ(report.route, device == device_choice::gpu || r.mean ? "GPU" : "CPU + GPU");
         EXPECT_GT(report.gpu_batches, 0U);
         expect_bands(gpu.bands, cpu.bands, r, 0);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace heightgrid::app
+
+namespace heightgrid::app {
+namespace {
+
+TEST(GridJob, EveryGpuBatchReductionAndModeEqualsTheCpu)
+{
+  if (!gpu_available()) { GTEST_SKIP() << "no usable GPU: the GPU reductions are checked on the GPU machine"; }
+  metric_request sums = extremes();
+  sums.mean = sums.stddev = true;
+  auto const c = three_clouds(777, true);
+  auto const sources = sources_of(c);
+  for (auto const& r : {extremes(), sums}) {
+    grid_job_options o;
+    o.xres = o.yres = 1.0;
+    o.request = r;
+    o.threads = 4;
+    o.device = device_choice::cpu;
+    memory_output cpu;
+    (void)run_grid_job(sources, o, cpu);
+    o.device = device_choice::gpu;
+    for (auto reduction : {batch_reduction::atomic, batch_reduction::sorted}) {
+      if (reduction == batch_reduction::atomic && r.mean) { continue; }  // atomics keep no sums
+      for (auto mode : all_modes()) {
+        if (reduction == batch_reduction::atomic && mode != reduce_mode::thread) { continue; }
+        if (reduction == batch_reduction::sorted && !mode_reduces_csr(mode)) { continue; }
+        for (std::uint64_t device_memory : {std::uint64_t{0}, std::uint64_t{64} << 10}) {
+          o.reduction = reduction;
+          o.mode = mode;
+          o.device_memory = device_memory;  // 64 KiB: the grid is binned in bands of rows on the device
+          memory_output gpu;
+          auto const report = run_grid_job(sources, o, gpu);
+          std::string const what = std::string(mode_name(mode)) + (reduction == batch_reduction::atomic ? " atomic" : " sorted") +
+                                   ", " + std::to_string(report.bands) + " bands";
+          EXPECT_EQ(report.route, "GPU") << what;
+          if (device_memory > 0) { EXPECT_GT(report.bands, 1) << what; }
+          // Mean and stddev: only the thread mode sums a cell's points in the CPU's order; the other
+          // modes sum big cells in another order (a few ulps).
+          expect_bands(gpu.bands, cpu.bands, r, mode == reduce_mode::thread ? 0 : 64);
+        }
       }
     }
   }
