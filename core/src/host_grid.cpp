@@ -66,6 +66,12 @@ template <coord_encoding E>
 batch_binning add_points(grid_band const& band, accumulator_view const& acc, point_batch const& b)
 {
   batch_binning r;
+  // Cells are computed a block ahead and their accumulators prefetched: a batch of a cloud that is
+  // not in scan order touches a random cell per point, and three cache misses a point (lo, hi,
+  // count) would otherwise bound the loop.
+  constexpr std::size_t block = 256;
+  constexpr std::size_t distance = 16;
+  std::array<std::uint32_t, block> cells;
   // A run of consecutive points in one cell (LAS files are in scan order, so a run is typical) is
   // combined in registers and hits the shared cell with one set of atomics.
   std::uint32_t run = outside_key;
@@ -78,25 +84,35 @@ batch_binning add_points(grid_band const& band, accumulator_view const& acc, poi
     __atomic_fetch_add(acc.count + run, run_n, __ATOMIC_RELAXED);
     r.binned += run_n;
   };
-  for (std::size_t i = 0; i < b.size; ++i) {
-    std::uint32_t const c = local_cell<E>(band, b, i);
-    if (c >= skip_key) {
-      r.outside += c == outside_key;
-      continue;
-    }
-    double const z = coords<E>::z(b, i);
-    std::uint64_t const lo = lo_key(z);
-    std::uint64_t const hi = hi_key(z);
-    if (c == run) {
-      run_lo = lo > run_lo ? lo : run_lo;
-      run_hi = hi > run_hi ? hi : run_hi;
-      ++run_n;
-    } else {
-      flush();
-      run = c;
-      run_lo = lo;
-      run_hi = hi;
-      run_n = 1;
+  for (std::size_t first = 0; first < b.size; first += block) {
+    std::size_t const n = std::min(block, b.size - first);
+    for (std::size_t k = 0; k < n; ++k) { cells[k] = local_cell<E>(band, b, first + k); }
+    for (std::size_t k = 0; k < n; ++k) {
+      if (k + distance < n && cells[k + distance] < skip_key) {
+        std::uint32_t const ahead = cells[k + distance];
+        __builtin_prefetch(acc.lo + ahead, 1);
+        __builtin_prefetch(acc.hi + ahead, 1);
+        __builtin_prefetch(acc.count + ahead, 1);
+      }
+      std::uint32_t const c = cells[k];
+      if (c >= skip_key) {
+        r.outside += c == outside_key;
+        continue;
+      }
+      double const z = coords<E>::z(b, first + k);
+      std::uint64_t const lo = lo_key(z);
+      std::uint64_t const hi = hi_key(z);
+      if (c == run) {
+        run_lo = lo > run_lo ? lo : run_lo;
+        run_hi = hi > run_hi ? hi : run_hi;
+        ++run_n;
+      } else {
+        flush();
+        run = c;
+        run_lo = lo;
+        run_hi = hi;
+        run_n = 1;
+      }
     }
   }
   flush();
