@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU verification and timings, run on the lent GPU machine from a device pack:
 #   tar xJf .devpack/pack.tar.xz -C /tmp && source /tmp/pack/env.sh && scripts/gpu_check.sh PART
-# PART: tests | sanitize (sanitize_stream: the streaming binner only) | equal | bench (POINTS=1e8 LAS) | all, or (run alone) crossover | huge | ladder | sanitize2 | sweep | compare8 |
+# PART: tests | sanitize (sanitize_stream: the streaming binner only) | equal | bench (POINTS=1e8 LAS) | all, or (run alone) crossover | huge | laz (LAZ_WHEELS) | ladder | sanitize2 | sweep | compare8 |
 # compare9 (KINDS="skewed clustered" picks the kinds) | sums | torch | pipeline | real (REPEAT=20, MODES=thread,warp,hybrid
 # picks the modes, COMPARE_ARGS=--no-gate adds options) | ncu (KINDS, POINTS) | ncu_source (KIND, KERNEL, MODES). sweep takes SWEEP_ARGS. Logs go to $OUT (or /tmp/gpu_out).
 set -u
@@ -101,6 +101,27 @@ if [[ $part == crossover ]]; then
       line+=" $d $(printf '%s\n' "${ws[@]}" | sort -n | sed -n 2p) s;"
     done
     echo "$line"
+  done
+fi
+
+if [[ $part == laz ]]; then
+  # laspy + lazrs make the LAZ inputs; without network they come as wheels (LAZ_WHEELS, see laz_bench.sh).
+  wheels=${LAZ_WHEELS:-/tmp/laz_wheels}
+  if ! python3 -c 'import laspy, lazrs' 2> /dev/null; then
+    python3 -m pip install -q --no-index --find-links "$wheels" --find-links "$wheels/numpy" --target "$work/pydeps" \
+      --no-deps laspy lazrs > "$work/pip.log" 2>&1 || { echo "FAIL: laspy/lazrs not installable"; cat "$work/pip.log"; exit 1; }
+    export PYTHONPATH=$work/pydeps
+  fi
+  las=$work/l100000000.las
+  [[ -f $las ]] || heightgrid synth lidar --points 100000000 -o "$las" -q
+  step "LAZ inputs: one 10^8-point file (LAS 1.4 PDRF 6, lazrs, 50000-point chunks) and 1000 tiles of 64,600 points"
+  [[ -f $work/big.laz ]] || /usr/bin/time -f "big.laz made in %e s" python3 scripts/laz_make_big.py "$las" "$work/big.laz" | tail -1
+  [[ -d $work/tiles ]] || /usr/bin/time -f "tiles made in %e s" python3 scripts/laz_make_tiles.py "$las" "$work/tiles" --tiles 1000 --points-per-tile 64600
+  du -sh "$work/big.laz" "$work/tiles"
+  heightgrid limits "$work/big.laz" 2>&1 | sed 's/^heightgrid: info: //' | head -1
+  for d in gpu cpu auto; do
+    step "grid big.laz --res 1 --device $d"; timed "$d" heightgrid grid "$work/big.laz" -o "$work/z.tif" --overwrite --res 1 --device $d
+    step "grid tiles/ --res 1 --device $d"; timed "$d" heightgrid grid "$work/tiles" -o "$work/zt.tif" --overwrite --res 1 --device $d
   done
 fi
 
