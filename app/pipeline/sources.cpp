@@ -43,19 +43,7 @@ class sequential_part_source final : public part_source {
     bool const more = source_->read(chunk_, part_points_);
     r.last = !more;
     apply_filter(rules, chunk_, r.filtered);
-    out.encoding = coord_encoding::float64;
-    out.size = chunk_.size();
-    double* x = out.x();
-    double* y = out.y();
-    double* z = out.z();
-    for (std::size_t i = 0; i < chunk_.size(); ++i) {
-      x[i] = chunk_.x[i];
-      y[i] = chunk_.y[i];
-      z[i] = chunk_.z[i];
-      r.extent.extend(chunk_.x[i], chunk_.y[i]);
-      r.z_min = std::min(r.z_min, chunk_.z[i]);
-      r.z_max = std::max(r.z_max, chunk_.z[i]);
-    }
+    copy_to_batch(chunk_, out, r);
     return r;
   }
 

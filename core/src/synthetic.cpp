@@ -310,19 +310,7 @@ class synthetic_part_source final : public part_source {
     part_result r;
     r.last = first + n == points_;
     apply_filter(rules, chunk, r.filtered);
-    out.encoding = coord_encoding::float64;
-    out.size = chunk.size();
-    double* x = out.x();
-    double* y = out.y();
-    double* z = out.z();
-    for (std::size_t i = 0; i < chunk.size(); ++i) {
-      x[i] = chunk.x[i];
-      y[i] = chunk.y[i];
-      z[i] = chunk.z[i];
-      r.extent.extend(x[i], y[i]);
-      r.z_min = std::min(r.z_min, z[i]);
-      r.z_max = std::max(r.z_max, z[i]);
-    }
+    copy_to_batch(chunk, out, r);
     return r;
   }
 

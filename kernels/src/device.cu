@@ -226,6 +226,31 @@ void stream_gate::open() noexcept { flags_[0] = 1U; }
 
 bool stream_gate::timed_out() const noexcept { return flags_[1] != 0U; }
 
+namespace {
+
+/// Median CUDA-event time of `repeats` runs of `run` on `stream`, after one untimed warm-up run
+/// (first touch, clocks, instruction cache).
+template <typename Run>
+double median_ms(Run const& run, int repeats, cudaStream_t stream)
+{
+  run();
+  std::vector<float> ms;
+  detail::cuda_event start;
+  detail::cuda_event stop;
+  for (int r = 0; r < repeats; ++r) {
+    start.record(stream);
+    run();
+    stop.record(stream);
+    ms.push_back(detail::elapsed_ms(start, stop));
+  }
+  std::sort(ms.begin(), ms.end());
+  return ms.size() % 2 == 1 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
+}
+
+double gigabytes_per_second(double bytes, double ms) { return ms > 0.0 ? bytes / (ms * 1e-3) / 1e9 : 0.0; }
+
+}  // namespace
+
 double measure_copy_gbps(std::size_t bytes, int repeats, bool pinned, bool to_device, cudaStream_t stream)
 {
   EXPECTS(bytes >= 1 && repeats >= 1, error_kind::usage, "measure_copy_gbps: bytes and repeats must be at least 1");
@@ -242,19 +267,7 @@ double measure_copy_gbps(std::size_t bytes, int repeats, bool pinned, bool to_de
       CUDA_TRY(cudaMemcpyAsync(host, device.data(), bytes, cudaMemcpyDeviceToHost, stream));
     }
   };
-  run();
-  std::vector<float> ms;
-  detail::cuda_event start;
-  detail::cuda_event stop;
-  for (int r = 0; r < repeats; ++r) {
-    start.record(stream);
-    run();
-    stop.record(stream);
-    ms.push_back(detail::elapsed_ms(start, stop));
-  }
-  std::sort(ms.begin(), ms.end());
-  double const median = ms.size() % 2 == 1 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
-  return median > 0.0 ? static_cast<double>(bytes) / (median * 1e-3) / 1e9 : 0.0;
+  return gigabytes_per_second(static_cast<double>(bytes), median_ms(run, repeats, stream));
 }
 
 double measure_read_bandwidth_gbps(std::size_t bytes, int repeats, cudaStream_t stream)
@@ -288,20 +301,7 @@ double measure_read_bandwidth_gbps(std::size_t bytes, int repeats, cudaStream_t 
                                                                                            sink.data());
     CUDA_CHECK_LAUNCH();
   };
-  run();  // warm-up: first-touch, clocks, instruction cache
-  std::vector<float> ms;
-  detail::cuda_event start;
-  detail::cuda_event stop;
-  for (int r = 0; r < repeats; ++r) {
-    start.record(stream);
-    run();
-    stop.record(stream);
-    ms.push_back(detail::elapsed_ms(start, stop));
-  }
-  std::sort(ms.begin(), ms.end());
-  double const median = ms.size() % 2 == 1 ? ms[ms.size() / 2] : 0.5 * (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]);
-  double const read_bytes = static_cast<double>(words * sizeof(uint4));
-  return median > 0.0 ? read_bytes / (median * 1e-3) / 1e9 : 0.0;
+  return gigabytes_per_second(static_cast<double>(words * sizeof(uint4)), median_ms(run, repeats, stream));
 }
 
 }  // namespace heightgrid

@@ -63,6 +63,11 @@ struct part_result {
   }
 };
 
+/// Copies the (already filtered) points of `chunk` into `out` as float64 (out.capacity >= chunk
+/// size), setting out.size and out.encoding and adding the points' bounds and z range to `r`: how a
+/// source that reads point_chunks fills a batch.
+void copy_to_batch(point_chunk const& chunk, point_batch& out, part_result& r);
+
 /// A source that the streaming pipeline reads in parts: independent units of reading work, each
 /// delivering at most max_part_points() filtered points into one point_batch. Readers filter while
 /// they decode, so removed points never reach a batch.
