@@ -263,6 +263,7 @@ int run_grid(grid_options const& o)
   double input_bytes = 0.0;
   for (auto const& s : opened.sources) {
     auto const& info = s->info();
+    for (auto const& note : info.notes) { spdlog::warn("{}", note); }
     if (first_crs.empty() && !info.crs_wkt.empty()) {
       first_crs = info.crs_wkt;
       first_crs_path = info.path;

@@ -12,6 +12,8 @@
 #include "heightgrid/io/crs.hpp"
 #include "heightgrid/io/las_reader.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -89,6 +91,7 @@ int run_info(info_options const& o)
   for (auto const& s : opened.sources) {
     auto const& info = s->info();
     std::printf("%s: %s\n", info.path.c_str(), info.format.c_str());
+    for (auto const& note : info.notes) { spdlog::warn("{}", note); }
   }
   auto const sources = source_pointers(opened.sources);
   std::size_t batch_points = 1;

@@ -10,9 +10,20 @@
 
 #include <cctype>
 #include <cmath>
+#include <sstream>
 #include <thread>
 
 namespace heightgrid::app {
+namespace {
+
+std::string format_number(double v)
+{
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+}  // namespace
 
 void add_input_options(CLI::App& cmd, input_selection& o)
 {
@@ -61,9 +72,16 @@ filter_options make_filter(input_selection const& o)
   } else {
     expects(o.returns == "all", error_kind::usage, "--returns: '" + o.returns + "' is not all, first or last");
   }
-  if (o.z_min) { f.z_min = *o.z_min; }
-  if (o.z_max) { f.z_max = *o.z_max; }
-  expects(f.z_min <= f.z_max, error_kind::usage, "--z-min is above --z-max");
+  if (o.z_min) {
+    expects(!std::isnan(*o.z_min), error_kind::usage, "--z-min: nan is not a height (give a number)");
+    f.z_min = *o.z_min;
+  }
+  if (o.z_max) {
+    expects(!std::isnan(*o.z_max), error_kind::usage, "--z-max: nan is not a height (give a number)");
+    f.z_max = *o.z_max;
+  }
+  expects(f.z_min <= f.z_max, error_kind::usage,
+          "--z-min " + format_number(f.z_min) + " is above --z-max " + format_number(f.z_max));
   return f;
 }
 
