@@ -26,6 +26,7 @@
 #include <exception>
 #include <new>
 #include <string>
+#include <system_error>
 
 namespace {
 
@@ -145,6 +146,14 @@ int run(int argc, char** argv)
   } catch (error const& e) {
     spdlog::error("{}", printable(e.what()));
     return exit_code(e.kind());
+  } catch (std::system_error const& e) {
+    // std::thread's "Resource temporarily unavailable": the system would not start another thread.
+    if (e.code() == std::errc::resource_unavailable_try_again) {
+      spdlog::error("cannot start another thread ({}); use fewer --threads", e.what());
+      return exit_code(error_kind::resource);
+    }
+    spdlog::error("unexpected failure: {}", printable(e.what()));
+    return exit_code(error_kind::internal);
   } catch (std::bad_alloc const&) {
     spdlog::error("out of host memory; try a coarser resolution (--res) or fewer inputs");
     return exit_code(error_kind::resource);

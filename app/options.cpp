@@ -164,10 +164,12 @@ std::uint64_t parse_memory(std::string const& text)
 
 unsigned apply_threads(int threads)
 {
-  // Far more threads than cores only costs memory and time; libgomp fails outright past some
-  // thousands. The cap leaves room for hosts with many cores.
+  // Far more threads than cores only costs memory and time, and libgomp exits the process (its own
+  // "Thread creation failed", no cleanup) when the system refuses one: with 1024 threads and 2 GB
+  // of address space it did (issue 24). Four per core, and at least 64, leaves room for reading
+  // from slow disks.
   unsigned const cores = std::max(1u, std::thread::hardware_concurrency());
-  unsigned const most = std::max(1024u, 4 * cores);
+  unsigned const most = std::max(64u, 4 * cores);
   expects(threads >= 0 && static_cast<unsigned>(threads) <= most, error_kind::usage,
           "--threads: " + std::to_string(threads) + " is not in 0.." + std::to_string(most) +
             " (0: every core, " + std::to_string(cores) + " here)");

@@ -37,6 +37,7 @@ std::vector<hostile_case> option_cases()
   };
   std::vector<bad> const grid_bad{
     {{"--res", "1", "--threads", "100000"}, "--threads"},
+    {{"--res", "1", "--threads", "1024"}, "--threads"},
     {{"--res", "1", "--threads", "-1"}, "--threads"},
     {{"--res", "1", "--threads", "abc"}, "--threads"},
     {{"--res", "1", "--threads", "99999999999999"}, "--threads"},
