@@ -130,9 +130,10 @@ int run(int argc, char** argv)
   setup_logging(verbosity, quiet);
   io::init_gdal([](io::gdal_message_level level, std::string const& msg) {
     switch (level) {
-      case io::gdal_message_level::debug: spdlog::trace("GDAL: {}", msg); break;
-      case io::gdal_message_level::warning: spdlog::warn("GDAL: {}", msg); break;
-      case io::gdal_message_level::error: spdlog::debug("GDAL error: {}", msg); break;
+      // GDAL quotes file contents (tags, names) as they are: escaped before they reach the terminal.
+      case io::gdal_message_level::debug: spdlog::trace("GDAL: {}", printable(msg)); break;
+      case io::gdal_message_level::warning: spdlog::warn("GDAL: {}", printable(msg)); break;
+      case io::gdal_message_level::error: spdlog::debug("GDAL error: {}", printable(msg)); break;
     }
   });
 

@@ -36,8 +36,9 @@ struct bounded_result {
   double seconds{0.0};
 };
 
-/// Most address space a run may take: a lying count must not allocate past what the file holds.
-inline constexpr rlim_t hostile_memory_limit = rlim_t{4} << 30;
+/// Most address space a run may take (1 GiB, threads and GDAL included): a lying count must not
+/// allocate past what the file holds.
+inline constexpr rlim_t hostile_memory_limit = rlim_t{1} << 30;
 
 /// Runs heightgrid with `args` (no shell), stdin from /dev/null, killed after `limit_s` seconds.
 /// `on_start(pid)` (optional) runs in the parent once the child exists (e.g. to send a signal).

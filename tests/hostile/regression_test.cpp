@@ -63,6 +63,24 @@ TEST_P(stopped_by, removes_the_temporary_keeps_the_old_output_and_exits_128_plus
 INSTANTIATE_TEST_SUITE_P(signals, stopped_by, ::testing::Values(SIGINT, SIGTERM, SIGHUP),
                          [](auto const& info) { return std::string(strsignal(info.param)).substr(0, 4) + std::to_string(info.param); });
 
+TEST(regression, synth_stopped_by_sigint_removes_its_temporary_las)
+{
+  auto const dir = scratch_dir("signal-synth");
+  bool saw_temporary = false;
+  auto const r = run_bounded({"synth", "uniform", "--points", "200000000", "-o", (dir / "big.las").string()}, 60.0,
+                             [&](pid_t pid) {
+                               for (int i = 0; i < 400 && !saw_temporary; ++i) {
+                                 std::this_thread::sleep_for(std::chrono::milliseconds(50));
+                                 saw_temporary = has_temporary(dir);
+                               }
+                               ::kill(pid, SIGINT);
+                             });
+  EXPECT_TRUE(saw_temporary);
+  EXPECT_EQ(r.code, 130) << r.output;
+  EXPECT_FALSE(has_temporary(dir));
+  EXPECT_FALSE(fs::exists(dir / "big.las"));
+}
+
 TEST(regression, the_same_input_twice_is_read_once_with_a_warning)
 {
   auto const dir = scratch_dir("twice");
