@@ -5,6 +5,7 @@
 #include "report.hpp"
 
 #include "heightgrid/core/error.hpp"
+#include "heightgrid/core/quote.hpp"
 #include "heightgrid/io/crs.hpp"
 #include "heightgrid/io/geotiff_writer.hpp"
 #include "heightgrid/kernels/gpu_binner.hpp"
@@ -263,6 +264,7 @@ int run_grid(grid_options const& o)
   double input_bytes = 0.0;
   for (auto const& s : opened.sources) {
     auto const& info = s->info();
+    for (auto const& note : info.notes) { spdlog::warn("{}", printable(note)); }
     if (first_crs.empty() && !info.crs_wkt.empty()) {
       first_crs = info.crs_wkt;
       first_crs_path = info.path;
@@ -284,7 +286,7 @@ int run_grid(grid_options const& o)
   // --- read, bin, write
   geotiff_output output(o.output, metrics, wopt);
   auto const r = run_grid_job(opened.sources, job, output, std::move(gpu));
-  for (auto const& w : r.warnings) { spdlog::warn("{}", w); }
+  for (auto const& w : r.warnings) { spdlog::warn("{}", printable(w)); }
   if (r.read.filtered.non_finite > 0) {
     spdlog::warn("skipped {} points with NaN or infinite coordinates", with_commas(r.read.filtered.non_finite));
   }

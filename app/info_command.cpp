@@ -8,9 +8,12 @@
 #include "heightgrid/core/binning.hpp"
 #include "heightgrid/core/cell_stats.hpp"
 #include "heightgrid/core/error.hpp"
+#include "heightgrid/core/quote.hpp"
 #include "heightgrid/core/host_grid.hpp"
 #include "heightgrid/io/crs.hpp"
 #include "heightgrid/io/las_reader.hpp"
+
+#include <spdlog/spdlog.h>
 
 #include <cmath>
 #include <cstdio>
@@ -89,6 +92,7 @@ int run_info(info_options const& o)
   for (auto const& s : opened.sources) {
     auto const& info = s->info();
     std::printf("%s: %s\n", info.path.c_str(), info.format.c_str());
+    for (auto const& note : info.notes) { spdlog::warn("{}", printable(note)); }
   }
   auto const sources = source_pointers(opened.sources);
   std::size_t batch_points = 1;

@@ -1,6 +1,7 @@
 #include "inputs.hpp"
 
 #include "heightgrid/core/error.hpp"
+#include "heightgrid/core/quote.hpp"
 #include "heightgrid/io/las_reader.hpp"
 #include "heightgrid/io/raster_source.hpp"
 #include "heightgrid/io/text_source.hpp"
@@ -9,14 +10,19 @@
 #include <cpl_error.h>
 #include <gdal_priv.h>
 #include <glob.h>
+#include <spdlog/spdlog.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cerrno>
 #include <cmath>
 #include <cstddef>
 #include <filesystem>
 #include <fstream>
+#include <system_error>
+#include <utility>
 
 namespace heightgrid::app {
 namespace fs = std::filesystem;
@@ -43,12 +49,16 @@ bool is_text_extension(std::string const& ext)
 }
 
 /// Which GDAL side opens the file, probed quietly (a failed probe is not an error yet).
-input_format probe_gdal(std::string const& path)
+/// `why` gets GDAL's own reason when no driver opens the file (a corrupt TIFF says what is
+/// corrupt).
+input_format probe_gdal(std::string const& path, std::string& why)
 {
   CPLPushErrorHandler(CPLQuietErrorHandler);
+  CPLErrorReset();
   input_format found = input_format::automatic;
-  if (GDALDatasetUniquePtr ds{GDALDataset::Open(path.c_str(), GDAL_OF_RASTER | GDAL_OF_READONLY)};
-      ds && ds->GetRasterCount() > 0) {
+  GDALDatasetUniquePtr ds{GDALDataset::Open(path.c_str(), GDAL_OF_RASTER | GDAL_OF_READONLY)};
+  if (!ds && CPLGetLastErrorType() >= CE_Failure) { why = CPLGetLastErrorMsg(); }
+  if (ds && ds->GetRasterCount() > 0) {
     found = input_format::raster;
   } else if (GDALDatasetUniquePtr vs{GDALDataset::Open(path.c_str(), GDAL_OF_VECTOR | GDAL_OF_READONLY)};
              vs && vs->GetLayerCount() > 0) {
@@ -56,6 +66,65 @@ input_format probe_gdal(std::string const& path)
   }
   CPLPopErrorHandler();
   return found;
+}
+
+/// "a FIFO", "a character device", ...: what a non-regular file is, for a message.
+std::string file_kind(mode_t mode)
+{
+  if (S_ISFIFO(mode)) { return "a FIFO (named pipe)"; }
+  if (S_ISCHR(mode)) { return "a character device"; }
+  if (S_ISBLK(mode)) { return "a block device"; }
+  if (S_ISSOCK(mode)) { return "a socket"; }
+  if (S_ISDIR(mode)) { return "a directory"; }
+  return "not a regular file";
+}
+
+/// Only regular files are read: opening a FIFO blocks until a writer comes, a device never
+/// ends, and every reader needs to know the size or read twice. Checked with stat(), which opens
+/// nothing, so a FIFO is refused at once.
+void check_regular_file(std::string const& path)
+{
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) {
+    int const err = errno;
+    throw error(error_kind::input, path + ": cannot read: " + std::generic_category().message(err));
+  }
+  expects(S_ISREG(st.st_mode), error_kind::input,
+          path + ": is " + file_kind(st.st_mode) + ", not a regular file; heightgrid reads only regular files");
+}
+
+/// The same file named twice (directly, through a glob or a directory, or a link) would be counted
+/// twice: keep its first mention and warn.
+std::vector<std::string> without_repeats(std::vector<std::string> const& paths)
+{
+  std::vector<std::string> out;
+  std::vector<std::pair<dev_t, ino_t>> seen;
+  for (auto const& p : paths) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) == 0) {
+      std::pair<dev_t, ino_t> const id{st.st_dev, st.st_ino};
+      auto const it = std::find(seen.begin(), seen.end(), id);
+      if (it != seen.end()) {
+        spdlog::warn("{}: the same file as {} given again; it is read once", p,
+                     out[static_cast<std::size_t>(it - seen.begin())]);
+        continue;
+      }
+      seen.push_back(id);
+    }
+    out.push_back(p);
+  }
+  return out;
+}
+
+/// 2^50 (10^15) points: days of generation at any speed, and far below where counts, sizes and
+/// offsets derived from it would overflow 64 bits.
+constexpr std::uint64_t max_synth_points = std::uint64_t{1} << 50;
+
+void check_synth_points(std::uint64_t points)
+{
+  expects(points <= max_synth_points, error_kind::usage,
+          "--points: " + std::to_string(points) + " is more than the " + std::to_string(max_synth_points) +
+            " points a synthetic cloud may have");
 }
 
 }  // namespace
@@ -105,13 +174,15 @@ std::vector<std::string> expand_inputs(std::vector<std::string> const& args)
       throw error(error_kind::input, arg + ": no such file or directory");
     }
   }
-  return out;
+  for (auto const& p : out) { check_regular_file(p); }
+  return without_repeats(out);
 }
 
 input_format resolve_input_format(std::string const& path, input_format requested)
 {
   std::error_code ec;
   expects(!fs::is_directory(path, ec), error_kind::input, path + ": is a directory");
+  check_regular_file(path);
   {
     std::ifstream probe(path, std::ios::binary);
     expects(static_cast<bool>(probe), error_kind::input, path + ": cannot open for reading");
@@ -120,10 +191,13 @@ input_format resolve_input_format(std::string const& path, input_format requeste
   auto const ext = lower_extension(path);
   if (looks_like_las(path)) { return input_format::las; }
   if (is_text_extension(ext)) { return input_format::text; }
-  auto const format = probe_gdal(path);
+  std::string why;
+  auto const format = probe_gdal(path, why);
   expects(format != input_format::automatic, error_kind::input,
           path + ": unknown format (not LAS, not XYZ/CSV text by extension, and GDAL opens it "
-                 "neither as a raster nor as a vector layer); use --input-format to force one");
+                 "neither as a raster nor as a vector layer" +
+            (why.empty() ? std::string() : "; GDAL: " + quote_for_message(why, 200)) +
+            "); use --input-format to force one");
   return format;
 }
 
@@ -181,8 +255,10 @@ synth_options make_synth_options(synth_kind kind, synth_params const& p, std::op
     } else {
       s.points = p.points.value_or(1000000);
     }
+    check_synth_points(s.points);
   } else {
     s.points = p.points.value_or(1000000);
+    check_synth_points(s.points);
     set_extent_from_density(s, p.density.value_or(default_points_per_cell(kind) / (s.cell_size * s.cell_size)));
   }
   return s;

@@ -11,6 +11,8 @@
 #include "pipeline/gpu_stage.hpp"
 
 #include "heightgrid/core/error.hpp"
+#include "heightgrid/core/quote.hpp"
+#include "heightgrid/core/temp_registry.hpp"
 #include "heightgrid/io/gdal_env.hpp"
 
 #include <CLI/CLI.hpp>
@@ -19,10 +21,12 @@
 
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <new>
 #include <string>
+#include <system_error>
 
 namespace {
 
@@ -42,6 +46,26 @@ void setup_logging(int verbosity, bool quiet)
   }
 }
 
+/// SIGINT, SIGTERM, SIGHUP: remove the temporaries of the outputs being written (README: a failed
+/// run leaves nothing behind) and exit as a shell reports a signal, 128 + its number (130, 143,
+/// 129). Only async-signal-safe calls: unlink on a fixed table, write, _exit.
+extern "C" void stop_on_signal(int sig)
+{
+  heightgrid::remove_registered_temporaries();
+  static constexpr char note[] = "heightgrid: error: stopped by a signal; temporary files removed\n";
+  [[maybe_unused]] auto const written = ::write(STDERR_FILENO, note, sizeof note - 1);
+  ::_exit(128 + sig);
+}
+
+void install_signal_handlers()
+{
+  struct sigaction action{};
+  action.sa_handler = stop_on_signal;
+  sigemptyset(&action.sa_mask);
+  for (int const sig : {SIGINT, SIGTERM, SIGHUP}) { sigaddset(&action.sa_mask, sig); }
+  for (int const sig : {SIGINT, SIGTERM, SIGHUP}) { ::sigaction(sig, &action, nullptr); }
+}
+
 }  // namespace
 
 namespace {
@@ -52,6 +76,7 @@ int run(int argc, char** argv);
 
 int main(int argc, char** argv)
 {
+  install_signal_handlers();
   int const code = run(argc, argv);
   // A GPU that was still starting when the job ended (a small job does not wait for it): CUDA's
   // teardown at exit would race with the context being created, so end here, output complete.
@@ -96,14 +121,19 @@ int run(int argc, char** argv)
   try {
     app.parse(argc, argv);
   } catch (CLI::ParseError const& e) {
-    return app.exit(e);
+    // --help and --version are "errors" of code 0 that CLI11 prints itself; every other parse
+    // error is bad usage: exit 2 with the same prefix as every other error (README "Conventions").
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) { return app.exit(e); }
+    std::fprintf(stderr, "heightgrid: error: %s\nRun with --help for more information.\n", printable(e.what()).c_str());
+    return exit_code(error_kind::usage);
   }
   setup_logging(verbosity, quiet);
   io::init_gdal([](io::gdal_message_level level, std::string const& msg) {
     switch (level) {
-      case io::gdal_message_level::debug: spdlog::trace("GDAL: {}", msg); break;
-      case io::gdal_message_level::warning: spdlog::warn("GDAL: {}", msg); break;
-      case io::gdal_message_level::error: spdlog::debug("GDAL error: {}", msg); break;
+      // GDAL quotes file contents (tags, names) as they are: escaped before they reach the terminal.
+      case io::gdal_message_level::debug: spdlog::trace("GDAL: {}", printable(msg)); break;
+      case io::gdal_message_level::warning: spdlog::warn("GDAL: {}", printable(msg)); break;
+      case io::gdal_message_level::error: spdlog::debug("GDAL error: {}", printable(msg)); break;
     }
   });
 
@@ -115,13 +145,21 @@ int run(int argc, char** argv)
     if (bench_reduce_cmd->parsed()) { return app::run_bench_reduce(bench_reduce); }
     if (limits_cmd->parsed()) { return app::run_limits(limits); }
   } catch (error const& e) {
-    spdlog::error("{}", e.what());
+    spdlog::error("{}", printable(e.what()));
     return exit_code(e.kind());
+  } catch (std::system_error const& e) {
+    // std::thread's "Resource temporarily unavailable": the system would not start another thread.
+    if (e.code() == std::errc::resource_unavailable_try_again) {
+      spdlog::error("cannot start another thread ({}); use fewer --threads", e.what());
+      return exit_code(error_kind::resource);
+    }
+    spdlog::error("unexpected failure: {}", printable(e.what()));
+    return exit_code(error_kind::internal);
   } catch (std::bad_alloc const&) {
     spdlog::error("out of host memory; try a coarser resolution (--res) or fewer inputs");
     return exit_code(error_kind::resource);
   } catch (std::exception const& e) {
-    spdlog::error("unexpected failure: {}", e.what());
+    spdlog::error("unexpected failure: {}", printable(e.what()));
     return exit_code(error_kind::internal);
   }
   return 0;

@@ -10,9 +10,20 @@
 
 #include <cctype>
 #include <cmath>
+#include <sstream>
 #include <thread>
 
 namespace heightgrid::app {
+namespace {
+
+std::string format_number(double v)
+{
+  std::ostringstream s;
+  s << v;
+  return s.str();
+}
+
+}  // namespace
 
 void add_input_options(CLI::App& cmd, input_selection& o)
 {
@@ -61,9 +72,16 @@ filter_options make_filter(input_selection const& o)
   } else {
     expects(o.returns == "all", error_kind::usage, "--returns: '" + o.returns + "' is not all, first or last");
   }
-  if (o.z_min) { f.z_min = *o.z_min; }
-  if (o.z_max) { f.z_max = *o.z_max; }
-  expects(f.z_min <= f.z_max, error_kind::usage, "--z-min is above --z-max");
+  if (o.z_min) {
+    expects(!std::isnan(*o.z_min), error_kind::usage, "--z-min: nan is not a height (give a number)");
+    f.z_min = *o.z_min;
+  }
+  if (o.z_max) {
+    expects(!std::isnan(*o.z_max), error_kind::usage, "--z-max: nan is not a height (give a number)");
+    f.z_max = *o.z_max;
+  }
+  expects(f.z_min <= f.z_max, error_kind::usage,
+          "--z-min " + format_number(f.z_min) + " is above --z-max " + format_number(f.z_max));
   return f;
 }
 
@@ -146,10 +164,12 @@ std::uint64_t parse_memory(std::string const& text)
 
 unsigned apply_threads(int threads)
 {
-  // Far more threads than cores only costs memory and time; libgomp fails outright past some
-  // thousands. The cap leaves room for hosts with many cores.
+  // Far more threads than cores only costs memory and time, and libgomp exits the process (its own
+  // "Thread creation failed", no cleanup) when the system refuses one: with 1024 threads and 2 GB
+  // of address space it did (issue 24). Four per core, and at least 64, leaves room for reading
+  // from slow disks.
   unsigned const cores = std::max(1u, std::thread::hardware_concurrency());
-  unsigned const most = std::max(1024u, 4 * cores);
+  unsigned const most = std::max(64u, 4 * cores);
   expects(threads >= 0 && static_cast<unsigned>(threads) <= most, error_kind::usage,
           "--threads: " + std::to_string(threads) + " is not in 0.." + std::to_string(most) +
             " (0: every core, " + std::to_string(cores) + " here)");

@@ -1,6 +1,7 @@
 #include "output_file.hpp"
 
 #include "heightgrid/core/error.hpp"
+#include "heightgrid/core/output_path.hpp"
 
 #include <unistd.h>
 
@@ -17,20 +18,17 @@ void check_output_file(std::string const& path, bool overwrite, std::string cons
   expects(!path.empty(), error_kind::usage, what + ": the output path is empty");
   fs::path const target(path);
   std::error_code ec;
-  auto const status = fs::status(target, ec);
-  if (fs::exists(status)) {
-    expects(!fs::is_directory(status), error_kind::output, path + ": output is a directory");
-    expects(overwrite, error_kind::output, path + ": output exists; use --overwrite to replace it");
-  }
+  check_output_target(path, overwrite);
   fs::path const dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
-  expects(fs::is_directory(dir, ec), error_kind::output, path + ": directory '" + dir.string() + "' does not exist");
-  expects(::access(dir.c_str(), W_OK) == 0, error_kind::output,
-          path + ": directory '" + dir.string() + "' is not writable: " + std::generic_category().message(errno));
+  expects(fs::is_directory(dir, ec), error_kind::output,
+          path + ": directory '" + dir.string() + "' does not exist");
+  check_directory_writable(path, dir);
 }
 
 temporary_file::temporary_file(fs::path target)
   : target_(std::move(target)),
-    path_(target_.parent_path() / ("." + target_.filename().string() + ".tmp-" + std::to_string(::getpid())))
+    path_(target_.parent_path() / ("." + target_.filename().string() + ".tmp-" + std::to_string(::getpid()))),
+    registration_(fs::absolute(path_).string())
 {
 }
 

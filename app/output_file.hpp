@@ -3,6 +3,8 @@
 // before any work, written beside the target under a temporary name and renamed into place, so a
 // failed run leaves nothing behind and never a partial file.
 
+#include "heightgrid/core/temp_registry.hpp"
+
 #include <filesystem>
 #include <string>
 
@@ -29,6 +31,7 @@ class temporary_file {
  private:
   std::filesystem::path target_;
   std::filesystem::path path_;
+  temporary_registration registration_;  ///< removed by the signal handler if the run is stopped
   bool committed_{false};
 };
 

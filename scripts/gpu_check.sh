@@ -13,28 +13,42 @@ work=/tmp/hg_work; mkdir -p "$work"
 
 step() { echo; echo "=== $*"; }
 
+# A GPU check fails loudly: every failure is collected here and the script exits 1 at the end,
+# naming them (output piped into grep used to hide the exit codes).
+failures=()
+fail() { failures+=("$*"); echo "FAIL: $*"; }
+checked() {  # checked NAME RC: records a failure unless RC is 0
+  echo "rc=$2"; (( $2 == 0 )) || fail "$1 exited $2"
+}
+gtest() {  # gtest NAME EXECUTABLE ARGS...: the summary lines, the full log in $out/NAME.log
+  local name=$1; shift
+  "$@" > "$out/$name.log" 2>&1; local rc=$?
+  grep -E '^\[  (PASSED|FAILED|  SKIPPED)|FAILED|tests ran' "$out/$name.log"
+  (( rc == 0 )) || fail "$name exited $rc"
+}
+
 if [[ $part == tests || $part == all ]]; then
   step "device"; nvidia-smi --query-gpu=name,memory.total,driver_version,clocks.max.sm,clocks.max.mem --format=csv
-  step "kernels_tests"; kernels_tests 2>&1 | tee "$out/kernels_tests.log" | grep -E '^\[  (PASSED|FAILED|  SKIPPED)|FAILED|tests ran'
-  step "app_tests (CLI end to end, --device auto = GPU here)"; app_tests 2>&1 | tee "$out/app_tests.log" | grep -E '^\[  (PASSED|FAILED)|FAILED|tests ran'
-  step "pipeline_tests (GPU routes, batch reductions, device bands)"; pipeline_tests 2>&1 | tee "$out/pipeline_tests.log" | grep -E '^\[  (PASSED|FAILED|  SKIPPED)|FAILED|tests ran'
+  step "kernels_tests"; gtest kernels_tests kernels_tests
+  step "app_tests (CLI end to end, --device auto = GPU here)"; gtest app_tests app_tests
+  step "pipeline_tests (GPU routes, batch reductions, device bands)"; gtest pipeline_tests pipeline_tests
 fi
 
 if [[ $part == sanitize || $part == all ]]; then
   step "compute-sanitizer memcheck"
-  timeout 300 compute-sanitizer --tool memcheck --report-api-errors no kernels_tests --gtest_filter='-*OutOfMemory*' \
-    > "$out/memcheck.log" 2>&1; echo "rc=$?"; grep -E 'ERROR SUMMARY|PASSED|FAILED' "$out/memcheck.log" | tail -3
+  timeout 300 compute-sanitizer --error-exitcode 86 --tool memcheck --report-api-errors no kernels_tests --gtest_filter='-*OutOfMemory*' \
+    > "$out/memcheck.log" 2>&1; checked memcheck $?; grep -E 'ERROR SUMMARY|PASSED|FAILED' "$out/memcheck.log" | tail -3
   step "compute-sanitizer racecheck"
-  timeout 300 compute-sanitizer --tool racecheck --report-api-errors no kernels_tests --gtest_filter='*Reduce*:-*OutOfMemory*' \
-    > "$out/racecheck.log" 2>&1; echo "rc=$?"; grep -E 'RACECHECK SUMMARY|ERROR SUMMARY|PASSED|FAILED' "$out/racecheck.log" | tail -3
+  timeout 300 compute-sanitizer --error-exitcode 86 --tool racecheck --report-api-errors no kernels_tests --gtest_filter='*Reduce*:-*OutOfMemory*' \
+    > "$out/racecheck.log" 2>&1; checked racecheck $?; grep -E 'RACECHECK SUMMARY|ERROR SUMMARY|PASSED|FAILED' "$out/racecheck.log" | tail -3
 fi
 
 if [[ $part == sanitize || $part == sanitize_stream || $part == all ]]; then
   for tool in memcheck racecheck synccheck; do
     step "compute-sanitizer $tool on the streaming binner (pipeline_tests GPU routes)"
     filter='GridJob.*Gpu*'; [[ $tool == racecheck ]] && filter='GridJob.EveryGpu*'  # racecheck: 15x slower
-    timeout 150 compute-sanitizer --tool $tool --report-api-errors no pipeline_tests --gtest_filter="$filter" \
-      > "$out/pipeline_$tool.log" 2>&1; echo "rc=$?"; grep -E 'SUMMARY|PASSED|FAILED' "$out/pipeline_$tool.log" | tail -3
+    timeout 150 compute-sanitizer --error-exitcode 86 --tool $tool --report-api-errors no pipeline_tests --gtest_filter="$filter" \
+      > "$out/pipeline_$tool.log" 2>&1; checked "pipeline $tool" $?; grep -E 'SUMMARY|PASSED|FAILED' "$out/pipeline_$tool.log" | tail -3
   done
 fi
 
@@ -60,6 +74,7 @@ if [[ $part == equal || $part == all ]]; then
     echo "$line"
   done
   echo "byte-comparison failures: $fails"
+  (( fails == 0 )) || fail "equal: $fails GeoTIFFs differ from --device cpu"
 fi
 
 # End to end, files in the page cache -> GeoTIFF on disk: wall (median of 3 after a warm-up) and peak
@@ -69,7 +84,7 @@ timed() {  # timed LABEL CMD...: prints the wall and RSS of 3 runs after a warm-
   "$@" -q > /dev/null 2>&1
   local walls=() rss=0
   for _ in 1 2 3; do
-    /usr/bin/time -f "%e %M" -o "$work/time" "$@" -v > "$work/v.log" 2>&1 || { echo "$label: FAILED"; tail -3 "$work/v.log"; return; }
+    /usr/bin/time -f "%e %M" -o "$work/time" "$@" -v > "$work/v.log" 2>&1 || { fail "$label"; tail -3 "$work/v.log"; return; }
     read -r w m < "$work/time"; walls+=("$w"); (( m > rss )) && rss=$m
   done
   local med; med=$(printf '%s\n' "${walls[@]}" | sort -n | sed -n 2p)
@@ -96,8 +111,9 @@ if [[ $part == crossover ]]; then
     for d in cpu gpu auto; do
       heightgrid grid "$f" -o "$work/x.tif" --overwrite --res 1 --device $d -q 2> /dev/null
       ws=(); for _ in 1 2 3; do
-        /usr/bin/time -f %e -o "$work/t" heightgrid grid "$f" -o "$work/x.tif" --overwrite --res 1 --device $d -q 2> /dev/null
-        ws+=("$(cat "$work/t")"); done
+        /usr/bin/time -f %e -o "$work/t" heightgrid grid "$f" -o "$work/x.tif" --overwrite --res 1 --device $d -q 2> /dev/null \
+          || fail "crossover $n $d"
+        ws+=("$(tail -1 "$work/t")"); done
       line+=" $d $(printf '%s\n' "${ws[@]}" | sort -n | sed -n 2p) s;"
     done
     echo "$line"
@@ -133,42 +149,44 @@ if [[ $part == huge ]]; then
     heightgrid grid "$las" --res 1 -o "$work/h.tif" --overwrite --device $d -q 2> /dev/null
     /usr/bin/time -f "wall %e s, peak RSS %M KB" heightgrid grid "$las" --res 1 -o "$work/h.tif" --overwrite --device $d -v 2>&1 \
       | grep -E 'points read|read:|GPU |bottleneck|wall|error' | sed 's/^heightgrid: //' | cut -c1-400
+    checked "huge 1e9 $d" "${PIPESTATUS[0]}"
   done
   rm -f "$las"
   step "10^10 streamed synthetic points (lidar, 100 km x 100 km, --res 10: 10^8 cells of ~100 points), --device gpu"
   /usr/bin/time -f "wall %e s, peak RSS %M KB" heightgrid grid --synth lidar --points 10000000000 --synth-extent 0 0 100000 100000 --res 10 \
     -o "$work/h.tif" --overwrite --device gpu -v 2>&1 | grep -E 'points read|read:|GPU |bottleneck|wall|error' | sed 's/^heightgrid: //' | cut -c1-400
+  checked "huge 1e10" "${PIPESTATUS[0]}"
 fi
 
 if [[ $part == ladder ]]; then
   step "bench-reduce (issue #6)"
   heightgrid bench-reduce --sizes 17..28 --types int32,float,double --ops sum,max --kernels 1-10 \
     --repeat 20 --cpu-repeat 1 --accuracy --accuracy-sizes 10..28 --json "$out/bench_reduce.json" --overwrite \
-    > "$out/bench_reduce.txt" 2>&1; echo "rc=$?"; grep -iE 'verdict|meets|MISSES|WRONG' "$out/bench_reduce.txt" | head -20
+    > "$out/bench_reduce.txt" 2>&1; checked bench-reduce $?; grep -iE 'verdict|meets|MISSES|WRONG' "$out/bench_reduce.txt" | head -20
 fi
 
 if [[ $part == sanitize2 ]]; then
   step "memcheck: hybrid, atomic, ladder"
-  timeout 200 compute-sanitizer --tool memcheck --report-api-errors no kernels_tests \
+  timeout 200 compute-sanitizer --error-exitcode 86 --tool memcheck --report-api-errors no kernels_tests \
     --gtest_filter='*hybrid*:*Hybrid*:*atomic*:*Atomic*:*Ladder*:*StreamGate*:-*OutOfMemory*' > "$out/memcheck2.log" 2>&1
-  echo "rc=$?"; grep -E 'ERROR SUMMARY|PASSED|FAILED' "$out/memcheck2.log" | tail -3
+  checked memcheck2 $?; grep -E 'ERROR SUMMARY|PASSED|FAILED' "$out/memcheck2.log" | tail -3
   step "racecheck: hybrid, ladder kernels 5-7"
-  timeout 300 compute-sanitizer --tool racecheck --report-api-errors no kernels_tests \
+  timeout 300 compute-sanitizer --error-exitcode 86 --tool racecheck --report-api-errors no kernels_tests \
     --gtest_filter='*Hybrid*:AllModes/ReduceMode.*/hybrid:*Ladder.Matches*/k5_*:*Ladder.Matches*/k6_*:*Ladder.Matches*/k7_*' \
     > "$out/racecheck2.log" 2>&1
-  echo "rc=$?"; grep -E 'RACECHECK SUMMARY|PASSED|FAILED' "$out/racecheck2.log" | tail -3
+  checked racecheck2 $?; grep -E 'RACECHECK SUMMARY|PASSED|FAILED' "$out/racecheck2.log" | tail -3
 fi
 
 if [[ $part == sweep ]]; then
   step "hybrid threshold sweep, 10^8"
-  hybrid_sweep --points 1e8 ${SWEEP_ARGS:-} > "$out/sweep_1e8.md" 2>&1; echo "rc=$?"; tail -30 "$out/sweep_1e8.md"
+  hybrid_sweep --points 1e8 ${SWEEP_ARGS:-} > "$out/sweep_1e8.md" 2>&1; checked hybrid_sweep $?; tail -30 "$out/sweep_1e8.md"
 fi
 
 if [[ $part == compare8 ]]; then
   for k in uniform lidar skewed clustered; do
     step "compare --synth $k --points 1e8"
     heightgrid compare --synth $k --points 100000000 --res 1 --repeat 10 --json "$out/cmp_${k}_1e8.json" --overwrite \
-      > "$out/cmp_${k}_1e8.txt" 2>&1; echo "rc=$?"; grep -E '^(thread|warp|cub|hybrid|atomic|cpu) |identical|DIFFER' "$out/cmp_${k}_1e8.txt"
+      > "$out/cmp_${k}_1e8.txt" 2>&1; checked "compare $k 1e8" $?; grep -E '^(thread|warp|cub|hybrid|atomic|cpu) |identical|DIFFER' "$out/cmp_${k}_1e8.txt"
   done
 fi
 
@@ -178,7 +196,7 @@ if [[ $part == sums ]]; then
     step "compare --synth $k --points 1e8 --metrics range,mean,stddev"
     echo "=== $k" >> "$out/cmp_sums_1e8.txt"
     heightgrid compare --synth $k --points 100000000 --res 1 --repeat 10 --metrics range,mean,stddev \
-      --modes thread,warp,hybrid >> "$out/cmp_sums_1e8.txt" 2>&1; echo "rc=$?"
+      --modes thread,warp,hybrid >> "$out/cmp_sums_1e8.txt" 2>&1; checked "compare sums $k" $?
   done
   grep -E '^===|^(thread|warp|hybrid) |identical|DIFFER' "$out/cmp_sums_1e8.txt"
 fi
@@ -187,14 +205,14 @@ if [[ $part == compare9 ]]; then
   for k in ${KINDS:-uniform lidar}; do
     step "compare --synth $k --points 1e9"
     heightgrid compare --synth $k --points 1000000000 --res 1 --repeat 5 ${MODES:+--modes "$MODES"} --json "$out/cmp_${k}_1e9.json" --overwrite \
-      > "$out/cmp_${k}_1e9.txt" 2>&1; echo "rc=$?"; grep -E '^(thread|warp|cub|hybrid|atomic|cpu) |identical|DIFFER' "$out/cmp_${k}_1e9.txt"
+      > "$out/cmp_${k}_1e9.txt" 2>&1; checked "compare $k 1e9" $?; grep -E '^(thread|warp|cub|hybrid|atomic|cpu) |identical|DIFFER' "$out/cmp_${k}_1e9.txt"
   done
 fi
 
 if [[ $part == torch ]]; then
   step "PyTorch scatter_reduce vs heightgrid's device pipeline, 10^8 points, ~10 per cell (issue #7)"
   python3 scripts/torch_scatter_baseline.py --points 1e8 --side 3162 --repeat 10 --modes hybrid,thread,warp,atomic \
-    --workdir "$work" > "$out/torch_1e8.txt" 2>&1; echo "rc=$?"; cat "$out/torch_1e8.txt" | tail -40
+    --workdir "$work" > "$out/torch_1e8.txt" 2>&1; checked torch $?; cat "$out/torch_1e8.txt" | tail -40
 fi
 
 if [[ $part == pipeline ]]; then
@@ -202,6 +220,7 @@ if [[ $part == pipeline ]]; then
     step "device pipeline (cell ids + CSR + reduce), --synth $k --points 1e8 --mode auto --repeat 10"
     heightgrid grid --synth $k --points 100000000 --res 1 -o "$work/p.tif" --overwrite --device gpu \
       --metrics range --repeat 10 -v --co COMPRESS=NONE 2>&1 | grep -E 'GPU \(|reduce moved|auto|picked|points read|error'
+    checked "pipeline $k" "${PIPESTATUS[0]}"
   done
 fi
 
@@ -212,7 +231,7 @@ if [[ $part == real ]]; then
     rel=${f#"$HEIGHTGRID_REAL_DATA_DIR"/}
     echo "=== heightgrid compare $rel --res 1 --repeat ${REPEAT:-20}" >> "$out/cmp_real_${tag}.txt"
     heightgrid compare "$f" --res 1 --repeat "${REPEAT:-20}" ${MODES:+--modes "$MODES"} ${COMPARE_ARGS:-} >> "$out/cmp_real_${tag}.txt" 2>&1 \
-      || echo "rc=$? for $rel" >> "$out/cmp_real_${tag}.txt"
+      || { echo "rc=$? for $rel" >> "$out/cmp_real_${tag}.txt"; fail "compare $rel"; }
   done < <(find "$HEIGHTGRID_REAL_DATA_DIR" -name '*.las' | sort)
   grep -E '^===|^(thread|warp|hybrid) |identical|DIFFER|rc=' "$out/cmp_real_${tag}.txt"
   step "hybrid / best of thread, warp (medians)"
@@ -229,7 +248,7 @@ if [[ $part == ncu ]]; then
       --section SpeedOfLight --section MemoryWorkloadAnalysis --section Occupancy --section WarpStateStats \
       --section LaunchStats --section SchedulerStats \
       heightgrid compare --synth "$k" --points "${POINTS:-100000000}" --res 1 --repeat 1 --modes thread,hybrid \
-      > "$out/ncu_$k.txt" 2>&1; echo "rc=$?"
+      > "$out/ncu_$k.txt" 2>&1; checked "ncu $k" $?
     grep -E '^  [a-z_]+.*\(|Duration|DRAM Throughput|Memory Throughput|Achieved Occupancy|Registers Per|Grid Size|Stall|Warp Cycles Per Issued' "$out/ncu_$k.txt" | head -80
   done
 fi
@@ -241,9 +260,15 @@ if [[ $part == ncu_source ]]; then
   timeout 280 ncu --clock-control none -k "regex:${KERNEL:-reduce_balanced_tile}" --launch-count 1 \
     --section SourceCounters --section InstructionStats --section WarpStateStats --page source --print-source sass --csv \
     heightgrid compare --synth "$k" --points "${POINTS:-100000000}" --res 1 --repeat 1 --modes ${MODES:-hybrid} \
-    > "$out/ncu_source_$k.csv" 2>&1; echo "rc=$?"; wc -l "$out/ncu_source_$k.csv"
+    > "$out/ncu_source_$k.csv" 2>&1; checked "ncu source $k" $?; wc -l "$out/ncu_source_$k.csv"
   timeout 200 ncu --clock-control none -k "regex:${KERNEL:-reduce_balanced_tile}" --launch-count 1 \
     --section SourceCounters --section InstructionStats --section WarpStateStats \
     heightgrid compare --synth "$k" --points "${POINTS:-100000000}" --res 1 --repeat 1 --modes ${MODES:-hybrid} \
-    > "$out/ncu_details_$k.txt" 2>&1; echo "rc=$?"
+    > "$out/ncu_details_$k.txt" 2>&1; checked "ncu details $k" $?
 fi
+
+if (( ${#failures[@]} > 0 )); then
+  echo; echo "=== ${#failures[@]} GPU check(s) FAILED:"; printf '  %s\n' "${failures[@]}"
+  exit 1
+fi
+echo; echo "=== every GPU check passed"

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -21,15 +22,28 @@ inline std::filesystem::path data_dir()
   return p ? std::filesystem::path(p) : std::filesystem::path();
 }
 
+/// HEIGHTGRID_REQUIRE_REAL_DATA=1 (set by .ci/run): the real data must be there.
+inline bool real_data_required()
+{
+  char const* p = std::getenv("HEIGHTGRID_REQUIRE_REAL_DATA");
+  return p != nullptr && std::string(p) != "" && std::string(p) != "0";
+}
+
 /// ../shared/data/real (HEIGHTGRID_REAL_DATA_DIR), or "" when unset or absent: tests that need
-/// it GTEST_SKIP with a message.
+/// it GTEST_SKIP with a message. With HEIGHTGRID_REQUIRE_REAL_DATA=1 an absent directory throws
+/// instead, which GoogleTest reports as a failure of the test that asked: in CI a missing data
+/// set must not pass as a row of skips.
 inline std::filesystem::path real_data_dir()
 {
   char const* p = std::getenv("HEIGHTGRID_REAL_DATA_DIR");
-  if (p == nullptr) { return {}; }
-  std::filesystem::path dir(p);
+  std::filesystem::path dir(p == nullptr ? "" : p);
   std::error_code ec;
-  return std::filesystem::is_directory(dir, ec) ? dir : std::filesystem::path();
+  if (p != nullptr && std::filesystem::is_directory(dir, ec)) { return dir; }
+  if (real_data_required()) {
+    throw std::runtime_error("HEIGHTGRID_REQUIRE_REAL_DATA is set, but HEIGHTGRID_REAL_DATA_DIR ('" + dir.string() +
+                             "') is not a directory");
+  }
+  return {};
 }
 
 /// The scratch directories this process made; the registry's destructor (at normal process exit,

@@ -16,6 +16,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
+constexpr std::size_t max_chunk_points = std::size_t{1} << 28;
+
 class sequential_part_source final : public part_source {
  public:
   sequential_part_source(std::function<std::unique_ptr<point_source>()> open, std::size_t part_points,
@@ -108,7 +110,11 @@ opened_sources open_sources(input_selection const& in, std::vector<std::string> 
                             std::optional<double> cell_size_hint, unsigned threads)
 {
   opened_sources out;
-  expects(in.reader.chunk_points > 0, error_kind::usage, "--chunk-points must be > 0");
+  // A negative value wraps to a huge size_t; past 2^28 points (6 GiB of x, y, z) a part is no
+  // longer a unit of parallel work but an allocation failure.
+  expects(in.reader.chunk_points > 0 && in.reader.chunk_points <= max_chunk_points, error_kind::usage,
+          "--chunk-points: " + std::to_string(static_cast<std::int64_t>(in.reader.chunk_points)) + " is not in 1.." +
+            std::to_string(max_chunk_points));
   if (!in.synth.empty()) {
     auto const kind = parse_synth_kind_option(in.synth, "--synth");
     out.synth = make_synth_options(kind, in.synthetic, cell_size_hint, "--synth-extent");

@@ -29,6 +29,19 @@ std::uint32_t checked_size(double n, char const* axis, double span, double res)
   return static_cast<std::uint32_t>(n);
 }
 
+/// Throws error_kind::usage when `res` is too small for coordinates near `lo`..`hi`: the snapped
+/// origin is not finite, or one cell does not move it (the cell is below the spacing of doubles).
+void check_precision(double lo, double hi, double origin, double res, char const* axis)
+{
+  double const far = std::max(std::abs(lo), std::abs(hi));
+  if (std::isfinite(origin) && origin - res != origin && origin + res != origin && far + res != far) { return; }
+  std::ostringstream msg;
+  msg << "resolution " << res << " is too fine for " << axis << " coordinates near " << (std::abs(lo) > std::abs(hi) ? lo : hi)
+      << ": a cell must be larger than the spacing of double-precision numbers there (about "
+      << std::nextafter(far, HUGE_VAL) - far << "); choose a coarser resolution";
+  throw error(error_kind::usage, msg.str());
+}
+
 void check_cells(grid_spec const& g)
 {
   if (g.num_cells() > max_cells) {
@@ -54,8 +67,13 @@ grid_spec grid_from_bounds(bounds const& b, double xres, double yres)
   g.yres = yres;
   g.x0 = std::floor(b.xmin / xres) * xres;
   g.y0 = std::ceil(b.ymax / yres) * yres;
+  // A cell smaller than the spacing of doubles near the coordinates cannot be snapped (stepping
+  // the origin by one cell leaves it where it is) nor told apart from its neighbours.
+  check_precision(b.xmin, b.xmax, g.x0, xres, "x");
+  check_precision(b.ymin, b.ymax, g.y0, yres, "y");
   // floor/ceil of a rounded quotient times the resolution can miss the extreme point by an ulp;
-  // step the origin outwards until the extreme points map to column 0 / row 0 under the cell rule.
+  // step the origin outwards until the extreme points map to column 0 / row 0 under the cell rule
+  // (a step or two; check_precision made sure that each step moves the origin).
   while (std::floor((b.xmin - g.x0) / xres) < 0.0) { g.x0 -= xres; }
   while (std::floor((g.y0 - b.ymax) / yres) < 0.0) { g.y0 += yres; }
 

@@ -52,10 +52,10 @@ std::vector<metric> parse_metric_list(std::string_view list)
     auto const name = list.substr(pos, comma - pos);
     auto const m = parse_metric(name);
     expects(m.has_value(), error_kind::usage,
-            "unknown metric '" + std::string(name) +
+            "--metrics: unknown metric '" + std::string(name) +
               "' (expected a comma-separated list of range, min, max, count, mean, stddev)");
     expects(std::find(out.begin(), out.end(), *m) == out.end(), error_kind::usage,
-            "metric '" + std::string(name) + "' is listed twice");
+            "--metrics: metric '" + std::string(name) + "' is listed twice");
     out.push_back(*m);
     pos = comma + 1;
   }

@@ -1,6 +1,7 @@
 #include "heightgrid/io/geotiff_writer.hpp"
 
 #include "heightgrid/core/error.hpp"
+#include "heightgrid/core/output_path.hpp"
 #include "heightgrid/core/temp_registry.hpp"
 #include "heightgrid/io/gdal_env.hpp"
 
@@ -287,6 +288,56 @@ CPLStringList cog_source_options(CPLStringList const& cog, GDALDriver& gtiff)
   return list;
 }
 
+void CPL_STDCALL collect_gdal_message(CPLErr level, CPLErrorNum, char const* message)
+{
+  if (level < CE_Warning) { return; }
+  static_cast<std::vector<std::string>*>(CPLGetErrorHandlerUserData())->emplace_back(message);
+}
+
+/// The user's --co, each tried before any file exists: checked against the driver's option list,
+/// then used for a 1 x 1 dataset in memory (/vsimem), so that a value the driver refuses only
+/// when creating (BLOCKXSIZE=7) is a usage error naming the option, not an output failure naming
+/// the hidden temporary.
+void probe_creation_options(output_format format, std::vector<std::string> const& user)
+{
+  if (user.empty()) { return; }
+  detail::ensure_gdal_registered();
+  char const* const name = format == output_format::cog ? "COG" : "GTiff";
+  auto* driver = GetGDALDriverManager()->GetDriverByName(name);
+  auto* gtiff = GetGDALDriverManager()->GetDriverByName("GTiff");
+  auto* mem = GetGDALDriverManager()->GetDriverByName("MEM");
+  if (driver == nullptr || gtiff == nullptr || mem == nullptr) { return; }  // reported when writing
+  std::string const probe = "/vsimem/heightgrid-co-probe-" + std::to_string(::getpid()) + ".tif";
+  for (auto const& option : user) {
+    CPLStringList one;
+    one.AddString(option.c_str());
+    std::vector<std::string> said;
+    CPLPushErrorHandlerEx(collect_gdal_message, &said);
+    bool ok = GDALValidateCreationOptions(driver, one.List()) != FALSE;
+    if (ok) {
+      if (format == output_format::cog) {
+        GDALDatasetUniquePtr src(mem->Create("", 1, 1, 1, GDT_Float32, nullptr));
+        GDALDatasetUniquePtr out(src ? driver->CreateCopy(probe.c_str(), src.get(), FALSE, one.List(), nullptr, nullptr)
+                                     : nullptr);
+        ok = out != nullptr;
+      } else {
+        // With the defaults the writer adds (TILED=YES makes BLOCKXSIZE matter).
+        auto const merged = merged_creation_options(format, raster_data_type::float32, {option});
+        GDALDatasetUniquePtr out(gtiff->Create(probe.c_str(), 1, 1, 1, GDT_Float32, merged.List()));
+        ok = out != nullptr;
+      }
+      VSIUnlink(probe.c_str());
+    }
+    CPLPopErrorHandler();
+    if (!ok) {
+      std::string why;
+      for (auto const& m : said) { why += (why.empty() ? "" : "; ") + m; }
+      throw error(error_kind::usage, "--co: '" + option + "' is not a valid " + name + " creation option" +
+                                       (why.empty() ? std::string() : ": " + why));
+    }
+  }
+}
+
 }  // namespace
 
 std::string_view raster_data_type_name(raster_data_type type) noexcept
@@ -301,8 +352,9 @@ std::string_view raster_data_type_name(raster_data_type type) noexcept
 
 void check_output_path(std::string const& path, raster_write_options const& options)
 {
-  parse_format(options.format);
+  auto const format = parse_format(options.format);
   check_creation_options(options.creation_options);
+  probe_creation_options(format, options.creation_options);
   expects(!path.empty(), error_kind::usage, "the output path is empty");
   fs::path const target(path);
   // Before the existence test, so that an input is never offered to --overwrite.
@@ -311,16 +363,11 @@ void check_output_path(std::string const& path, raster_write_options const& opti
             path + ": output is the input '" + input + "'; refusing to replace it");
   }
   std::error_code ec;
-  auto const status = fs::status(target, ec);
-  if (fs::exists(status)) {
-    expects(!fs::is_directory(status), error_kind::output, path + ": output is a directory");
-    expects(options.overwrite, error_kind::output, path + ": output exists; use --overwrite to replace it");
-  }
+  check_output_target(path, options.overwrite);
   fs::path const dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
   expects(fs::is_directory(dir, ec), error_kind::output,
           path + ": directory '" + dir.string() + "' does not exist");
-  expects(::access(dir.c_str(), W_OK) == 0, error_kind::output,
-          path + ": directory '" + dir.string() + "' is not writable: " + std::generic_category().message(errno));
+  check_directory_writable(path, dir);
 }
 
 

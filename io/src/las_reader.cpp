@@ -33,6 +33,10 @@ constexpr std::uint64_t max_crs_record_bytes = std::uint64_t{16} << 20;
 
 std::string system_message(int err) { return std::error_code(err, std::generic_category()).message(); }
 
+/// Accepted scale factors (generous: real files use 1e-9 .. 1).
+constexpr double min_scale = 1e-12;
+constexpr double max_scale = 1e6;
+
 std::string format_double(double v)
 {
   std::ostringstream s;
@@ -216,9 +220,13 @@ class header_parser {
       std::size_t const offset_at = layout::at::offset + 8 * a;
       h.scale[a] = layout::load<double>(p + scale_at);
       h.offset[a] = layout::load<double>(p + offset_at);
-      if (!std::isfinite(h.scale[a]) || h.scale[a] == 0.0) {
+      // Real scales are powers of ten from 1e-9 (nanometres) to 1; past these bounds the
+      // coordinates are noise (1e-300) or integers step by kilometres, and a negative scale
+      // mirrors the data: a corrupted header, not a survey.
+      if (!(std::isfinite(h.scale[a]) && h.scale[a] >= min_scale && h.scale[a] <= max_scale)) {
         fail(scale_at, std::string(axis_names[a]) + " scale factor is " + format_double(h.scale[a]) +
-                         "; it must be finite and non-zero");
+                         "; it must be positive, from " + format_double(min_scale) + " to " +
+                         format_double(max_scale));
       }
       if (!std::isfinite(h.offset[a])) {
         fail(offset_at, std::string(axis_names[a]) + " offset is " + format_double(h.offset[a]) +
@@ -293,7 +301,7 @@ class header_parser {
     }
   }
 
-  void check_point_data(las_header_info const& h)
+  void check_point_data(las_header_info& h)
   {
     // LAZ point data is compressed: its size says nothing about the point count.
     if (h.compressed) { return; }
@@ -313,6 +321,16 @@ class header_parser {
                         std::to_string(available / h.record_length) + " points) are there before " +
                         limit_name + " at byte " + std::to_string(limit) +
                         " (truncated file or wrong point count)");
+    }
+    // More whole records than the header counts: only the counted ones are read. Waveform data
+    // stored after the points (LAS 1.3+, internal) is not records, so it is not counted.
+    bool const waveform_after = h.version_minor >= 3 && h.waveform_data_start > h.offset_to_point_data;
+    if (!waveform_after && h.point_count < available / h.record_length) {
+      h.notes.push_back(h.path + ": the header says " + std::to_string(h.point_count) + " points, but " +
+                        std::to_string(available / h.record_length) + " whole records of " +
+                        std::to_string(h.record_length) + " bytes lie before " + limit_name +
+                        "; only the first " + std::to_string(h.point_count) + " are read (wrong point count at byte " +
+                        std::to_string(count_at_) + "?)");
     }
   }
 
@@ -782,6 +800,7 @@ source_info source_info_of(las_header_info const& h)
   info.crs_wkt = h.crs_wkt;
   info.vertical_units = h.vertical_units;
   info.point_count = h.point_count;
+  info.notes = h.notes;
   return info;
 }
 

@@ -1,6 +1,7 @@
 #include "heightgrid/io/text_source.hpp"
 
 #include "heightgrid/core/error.hpp"
+#include "heightgrid/core/quote.hpp"
 
 #include <algorithm>
 #include <array>
@@ -20,10 +21,15 @@ namespace {
 /// Longest excerpt of a bad line quoted in an error message.
 constexpr std::size_t max_quoted_chars = 80;
 
-std::string quote(std::string_view text)
+std::string quote(std::string_view text) { return quote_for_message(text, max_quoted_chars); }
+
+/// A first line that does not parse is a header only if it holds letters ("x y z", "X,Y,Z");
+/// "1 2" or "1;;3" is a broken data line and an error.
+bool has_letters(std::string_view line) noexcept
 {
-  if (text.size() <= max_quoted_chars) { return "'" + std::string(text) + "'"; }
-  return "'" + std::string(text.substr(0, max_quoted_chars)) + "...'";
+  return std::any_of(line.begin(), line.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+  });
 }
 
 constexpr bool is_blank(char c) noexcept { return c == ' ' || c == '\t'; }
@@ -41,7 +47,10 @@ bool parse_number(std::string_view field, double& value) noexcept
 {
   char const* first = field.data();
   char const* const last = first + field.size();
-  if (first != last && *first == '+') { ++first; }
+  if (first != last && *first == '+') {
+    ++first;
+    if (first != last && (*first == '-' || *first == '+')) { return false; }  // "+-4" is not a number
+  }
   if (first == last) { return false; }
   auto const [end, ec] = std::from_chars(first, last, value, std::chars_format::general);
   return ec == std::errc() && end == last;
@@ -92,6 +101,12 @@ class text_source final : public point_source {
       if (!next_line(line)) { break; }
       ++line_number_;
       parse_line(line, chunk);
+    }
+    points_read_ += chunk.size();
+    if (chunk.empty() && points_read_ == 0 && !header_.empty()) {
+      // Not "empty": the file has a line, and nothing after it parsed as data.
+      throw error(error_kind::input, info_.path + ": no data line: line " + std::to_string(header_line_) + " " +
+                                       quote(header_) + " was read as a column header and no line after it holds x y z");
     }
     return !chunk.empty();
   }
@@ -159,7 +174,11 @@ class text_source final : public point_source {
     auto const fields = whitespace_ ? split_blanks(line) : split_delimited(line);
     if (!header_decided_) {
       header_decided_ = true;
-      if (fields.state != line_fields::status::ok) { return; }  // the header line
+      if (fields.state != line_fields::status::ok && has_letters(line)) {  // the header line
+        header_ = std::string(line);
+        header_line_ = line_number_;
+        return;
+      }
     }
     if (fields.state != line_fields::status::ok) { throw malformed(line, fields); }
     chunk.x.push_back(fields.xyz[0]);
@@ -242,6 +261,9 @@ class text_source final : public point_source {
   bool eof_{false};
   std::uint64_t line_number_{0};  ///< lines handed out so far (1-based number of the current one)
   bool header_decided_{false};
+  std::string header_;             ///< the header line, if the file has one
+  std::uint64_t header_line_{0};   ///< its number
+  std::uint64_t points_read_{0};
   char delimiter_{0};
   bool whitespace_{false};
   std::array<std::size_t, 3> columns_{};

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <sys/wait.h>
 
@@ -99,6 +100,18 @@ TEST_F(BenchReduce, SmallRunPrintsEveryTableTheAccuracyAndJson)
   // float sums: Kahan).
   std::size_t const gpu_rows = gpu ? 2 * (4 * 9 + 1) : 0;
   EXPECT_EQ(j["rows"].size(), 8 * 2 + gpu_rows);
+  // Not only the product's own "correct" flag: every implementation of one exact reduction (int32
+  // sums and maxima, float maxima) must give the same value as every other, CPU and GPU alike.
+  std::map<std::string, nlohmann::json> first_value;
+  for (auto const& row : j["rows"]) {
+    bool const exact = row["type"] == "int32" || row["op"] == "max";
+    if (!exact) { continue; }
+    std::string const key = row["type"].get<std::string>() + " " + row["op"].get<std::string>() + " 2^" +
+                            std::to_string(row["log2_n"].get<int>());
+    auto const [it, inserted] = first_value.emplace(key, row["value"]);
+    if (!inserted) { EXPECT_EQ(row["value"], it->second) << key << ": " << row.dump(); }
+  }
+  EXPECT_EQ(first_value.size(), 6U);  // int32 sum and max, float max; 2 sizes each
   for (auto const& row : j["rows"]) {
     EXPECT_TRUE(row["correct"].get<bool>()) << row.dump();
     EXPECT_GE(row["median_ms"].get<double>(), 0.0) << row.dump();

@@ -4,6 +4,7 @@
 #include "test_paths.hpp"
 
 #include "heightgrid/io/las_reader.hpp"
+#include "heightgrid/kernels/gpu.hpp"
 #include "heightgrid/io/las_writer.hpp"
 
 #include <gdal_priv.h>
@@ -15,6 +16,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -123,8 +125,12 @@ TEST_F(Cli, HelpAndVersion)
   auto const r = run("grid --help");
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.output.find("Examples"), std::string::npos);
-  EXPECT_EQ(run("--version").code, 0);
-  EXPECT_NE(run("").code, 0);
+  auto const v = run("--version");
+  EXPECT_EQ(v.code, 0);
+  EXPECT_EQ(v.output, "heightgrid 0.1.0\n");
+  auto const none = run("");
+  EXPECT_EQ(none.code, 2) << none.output;
+  EXPECT_NE(none.output.find("heightgrid: error: "), std::string::npos) << none.output;
 }
 
 TEST_F(Cli, SampleXyzMatchesTheHandCheckedTable)
@@ -265,15 +271,38 @@ TEST_F(Cli, SameResultWhateverTheThreadCount)
   }
 }
 
-/// Writes every point of a LAS file as "x y z" text with 17 significant digits (exact doubles).
+/// Writes every point of an uncompressed LAS file as "x y z" text with 17 significant digits (exact
+/// doubles), decoded here from the bytes as the ASPRS tables lay them out (x, y, z: the first three
+/// int32 of each record, times the header's scale plus its offset), not with heightgrid's reader:
+/// the LAS-vs-XYZ tests then catch a decoding error of the reader.
 void las_to_xyz(fs::path const& las, fs::path const& xyz)
 {
-  auto src = heightgrid::io::open_las_source(las.string());
+  std::ifstream in(las, std::ios::binary);
+  std::string const b((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  auto const load = [&](std::size_t at, auto value) {
+    std::memcpy(&value, b.data() + at, sizeof value);
+    return value;
+  };
+  ASSERT_GE(b.size(), 227u);
+  ASSERT_EQ(b.substr(0, 4), "LASF");
+  ASSERT_EQ(static_cast<unsigned char>(b[104]) & 0x80, 0) << las << " is compressed";
+  auto const start = load(96, std::uint32_t{});
+  auto const record = load(105, std::uint16_t{});
+  std::uint64_t count = load(107, std::uint32_t{});
+  if (b[25] >= 4 && load(247, std::uint64_t{}) != 0) { count = load(247, std::uint64_t{}); }
+  double scale[3], offset[3];
+  for (std::size_t a = 0; a < 3; ++a) {
+    scale[a] = load(131 + 8 * a, double{});
+    offset[a] = load(155 + 8 * a, double{});
+  }
+  ASSERT_LE(start + count * record, b.size()) << las;
   std::ofstream out(xyz);
   out.precision(17);
-  heightgrid::point_chunk c;
-  while (src->read(c, 1 << 16)) {
-    for (std::size_t i = 0; i < c.size(); ++i) { out << c.x[i] << ' ' << c.y[i] << ' ' << c.z[i] << '\n'; }
+  for (std::uint64_t i = 0; i < count; ++i) {
+    std::size_t const r = start + i * record;
+    for (std::size_t a = 0; a < 3; ++a) {
+      out << static_cast<double>(load(r + 4 * a, std::int32_t{})) * scale[a] + offset[a] << (a < 2 ? ' ' : '\n');
+    }
   }
 }
 
@@ -426,6 +455,99 @@ TEST_F(Cli, LasFiltersAreAppliedAndCounted)
   EXPECT_EQ(range_of("--returns last").first, 2.0);   // 10, 11, 12
   EXPECT_EQ(range_of("--returns first").first, 10.0);  // 10, 11, 20
   EXPECT_EQ(range_of("--z-max 15").first, 2.0);
+  EXPECT_EQ(range_of("--z-min 10.5").first, 9.0);        // 11, 20, 12
+  EXPECT_EQ(range_of("--drop-classes 5").first, 89.0);   // replaces 7,18: 10, 11, 99 (withheld still out)
+  EXPECT_EQ(range_of("--classes 5").first, 8.0);         // 20, 12
+  EXPECT_EQ(range_of("--classes 2,5").first, 10.0);      // 10, 11, 20, 12
+}
+
+// ---- options that change the grid or what is written (issue 24: each was untested)
+
+TEST_F(Cli, NonSquareCellsOnTheCpu)
+{
+  auto const tif = out("tr.tif");
+  auto const r = run("grid " + data("sample.xyz").string() + " -o " + tif.string() +
+                     " --tr 2 1 --metrics max,count --device cpu");
+  ASSERT_EQ(r.code, 0) << r.output;
+  auto const g = read_raster(tif);
+  ASSERT_EQ(g.cols, 2);
+  ASSERT_EQ(g.rows, 2);
+  EXPECT_EQ(g.gt[1], 2.0);
+  EXPECT_EQ(g.gt[5], -1.0);
+  EXPECT_EQ(g.gt[0], 500000.0);
+  EXPECT_EQ(g.gt[3], 4100002.0);
+  // Hand-counted from data/sample.xyz: row 0 holds y in (4100001, 4100002], x split at 500002.
+  std::vector<double> const max{20.0, NAN, 9.5, 101.0};
+  std::vector<double> const count{5.0, NAN, 6.0, 3.0};
+  for (std::size_t i = 0; i < 4; ++i) {
+    if (std::isnan(max[i])) {
+      EXPECT_TRUE(std::isnan(g.values[0][i])) << i;
+      EXPECT_TRUE(std::isnan(g.values[1][i])) << i;
+    } else {
+      EXPECT_EQ(g.values[0][i], max[i]) << i;
+      EXPECT_EQ(g.values[1][i], count[i]) << i;
+    }
+  }
+}
+
+TEST_F(Cli, ExtentWithANonIntegerSpanIsSizedAsGdalDoes)
+{
+  // 2.5 columns round to 3 (GDAL: round(span / res)), 1.4 rows to 1; the origin is --te's corner.
+  auto const tif = out("te.tif");
+  auto const r = run("grid " + data("sample.xyz").string() + " -o " + tif.string() +
+                     " --res 1 --te 500000 4100000 500002.5 4100001.4 --metrics count --device cpu");
+  ASSERT_EQ(r.code, 0) << r.output;
+  auto const g = read_raster(tif);
+  EXPECT_EQ(g.cols, 3);
+  EXPECT_EQ(g.rows, 1);
+  EXPECT_EQ(g.gt[0], 500000.0);
+  EXPECT_EQ(g.gt[3], 4100001.4);
+}
+
+TEST_F(Cli, NodataValueFillsEmptyCellsAndIsDeclared)
+{
+  auto const tif = out("nd.tif");
+  auto const r = run("grid " + data("sample.xyz").string() + " -o " + tif.string() +
+                     " --res 1 --metrics range --nodata -9999 --device cpu");
+  ASSERT_EQ(r.code, 0) << r.output;
+  auto const g = read_raster(tif);
+  ASSERT_EQ(g.values.size(), 1u);
+  EXPECT_EQ(g.values[0][2], -9999.0);  // the one empty cell of the sample (data/README.md)
+  EXPECT_EQ(g.values[0][0], 2.5);
+  EXPECT_EQ(g.nodata[0], -9999.0);
+}
+
+TEST_F(Cli, CrsOfLasAndDemReachTheGeoTiffAndASrsOverridesIt)
+{
+  OGRSpatialReference utm33;
+  utm33.importFromEPSG(32633);
+  OGRSpatialReference utm32;
+  utm32.importFromEPSG(32632);
+  auto const same = [](std::string const& wkt, OGRSpatialReference const& want) {
+    OGRSpatialReference got;
+    return !wkt.empty() && got.importFromWkt(wkt.c_str()) == OGRERR_NONE && got.IsSame(&want);
+  };
+  // LAS with a WKT CRS record.
+  std::vector<heightgrid::io::las_point> pts(3);
+  for (std::size_t i = 0; i < pts.size(); ++i) {
+    pts[i].x = 500000.5 + static_cast<double>(i);
+    pts[i].y = 4100000.5;
+    pts[i].z = static_cast<double>(i);
+  }
+  heightgrid::io::las_write_options w;
+  char* wkt = nullptr;
+  utm33.exportToWkt(&wkt);
+  w.crs_wkt = wkt;
+  CPLFree(wkt);
+  heightgrid::io::write_las(out("crs.las").string(), pts, w);
+  ASSERT_EQ(run("grid " + out("crs.las").string() + " -o " + out("las.tif").string() + " --res 1 --device cpu").code, 0);
+  EXPECT_TRUE(same(read_raster(out("las.tif")).wkt, utm33)) << read_raster(out("las.tif")).wkt;
+  // The DEM sample's CRS (EPSG:32633).
+  ASSERT_EQ(run("grid " + data("dem_small.tif").string() + " -o " + out("dem.tif").string() + " --res 20 --device cpu").code, 0);
+  EXPECT_TRUE(same(read_raster(out("dem.tif")).wkt, utm33)) << read_raster(out("dem.tif")).wkt;
+  // --a_srs wins over the input's.
+  ASSERT_EQ(run("grid " + out("crs.las").string() + " -o " + out("a.tif").string() + " --res 1 --a_srs EPSG:32632 --device cpu").code, 0);
+  EXPECT_TRUE(same(read_raster(out("a.tif")).wkt, utm32)) << read_raster(out("a.tif")).wkt;
 }
 
 // ---- bad input: a clear message naming the file, a non-zero exit, and no output left behind
@@ -565,7 +687,9 @@ TEST_F(Cli, GpuRequestedWithoutAGpu)
   auto const o = out("o.tif");
   auto const r = run("grid " + data("sample.xyz").string() + " -o " + o.string() +
                      " --res 1 --metrics range,min,max,count --device gpu");
-  if (r.code == 0) {
+  // Decided by whether a GPU is there, not by the result: a silent CPU fallback must fail.
+  if (heightgrid::gpu_available()) {
+    ASSERT_EQ(r.code, 0) << r.output;
     expect_sample_bands(read_raster(o));
   } else {
     expect_failure(r, 6, "--device gpu", o);

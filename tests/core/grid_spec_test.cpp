@@ -137,3 +137,37 @@ TEST(GridSpec, BadResolutionsAndHugeGridsAreRefused)
 
 }  // namespace
 }  // namespace heightgrid
+
+namespace heightgrid {
+namespace {
+
+// Issue 24: a cell below the spacing of doubles near the coordinates once looped forever while
+// snapping the origin. Each value here hung before; now each is refused at once as bad usage.
+TEST(GridSpec, CellsTooFineForTheCoordinatesAreRefusedNotLoopedOn)
+{
+  struct tiny {
+    double coordinate, res;
+  };
+  for (auto const t : {tiny{4000000.7, 1e-12}, tiny{637281.17, 1e-15}, tiny{0.3, 1e-310}, tiny{123456.789, 1e-310},
+                       tiny{500000.3, std::numeric_limits<double>::denorm_min()}}) {
+    bounds b;
+    b.extend(t.coordinate, t.coordinate);
+    try {
+      (void)grid_from_bounds(b, t.res, t.res);
+      ADD_FAILURE() << "no error for " << t.coordinate << " at " << t.res;
+    } catch (error const& e) {
+      EXPECT_EQ(e.kind(), error_kind::usage) << e.what();
+      EXPECT_NE(std::string(e.what()).find("too fine"), std::string::npos) << e.what();
+    }
+  }
+  // Fine but representable cells near the origin still work.
+  bounds b;
+  b.extend(0.0, 0.0);
+  b.extend(1e-9, 1e-9);
+  auto const g = grid_from_bounds(b, 1e-12, 1e-12);
+  EXPECT_GE(g.cols, 1000u);
+  EXPECT_LE(g.cols, 1002u);
+}
+
+}  // namespace
+}  // namespace heightgrid

@@ -239,7 +239,10 @@ TEST(SyntheticLidar, PulsesAreConsecutiveReturnsWithClasses)
   EXPECT_GT(by_class[5] / n, 0.15);  // canopy
   EXPECT_GT(by_class[3] + by_class[4], 0U);
   EXPECT_GT(multi / n, 0.3);  // several returns per pulse in vegetation
-  EXPECT_NEAR(by_class[7] / n, 0.7e-4, 0.7e-4);  // one pulse in 10^4 is low noise
+  // One pulse in 10^4 is low noise: some, but not many (~14 of 200,000 points). The old
+  // EXPECT_NEAR(x, 0.7e-4, 0.7e-4) passed with none.
+  EXPECT_GT(by_class[7], 0U);
+  EXPECT_LT(by_class[7] / n, 2e-4);
   std::uint64_t const known = by_class[2] + by_class[3] + by_class[4] + by_class[5] + by_class[6] + by_class[7];
   EXPECT_EQ(known, p.size());
 }

@@ -301,16 +301,22 @@ TEST_F(GeotiffWriter, MissingDirectory)
   EXPECT_TRUE(test::list_dir(dir).empty());
 }
 
-TEST_F(GeotiffWriter, GdalFailureLeavesNothingBehind)
+TEST_F(GeotiffWriter, ACreationOptionGdalRefusesIsAUsageErrorAndLeavesNothingBehind)
 {
+  // Tried in /vsimem before any file exists (issue 24: this was an output error naming the hidden
+  // temporary).
   small_grid g;
   auto o = options();
   o.creation_options = {"BLOCKXSIZE=7"};  // TIFF tiles must be multiples of 16
   auto const message =
-    error_of([&] { write_grid(out.string(), g.grid, g.results, {metric::range}, o); }, error_kind::output);
-  EXPECT_NE(message.find(out.string() + ": cannot"), std::string::npos) << message;
+    error_of([&] { write_grid(out.string(), g.grid, g.results, {metric::range}, o); }, error_kind::usage);
+  EXPECT_NE(message.find("--co: 'BLOCKXSIZE=7' is not a valid GTiff creation option"), std::string::npos) << message;
   EXPECT_NE(message.find("TileWidth"), std::string::npos) << "GDAL's own message is quoted: " << message;
+  EXPECT_EQ(message.find(".tmp-"), std::string::npos) << message;
   EXPECT_TRUE(test::list_dir(dir).empty());
+  o.creation_options = {"COMPRESS=FOO"};
+  EXPECT_NE(error_of([&] { check_output_path(out.string(), o); }, error_kind::usage).find("--co: 'COMPRESS=FOO'"),
+            std::string::npos);
 }
 
 TEST_F(GeotiffWriter, BadOptionsAreUsageErrors)

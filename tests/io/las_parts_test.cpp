@@ -322,7 +322,7 @@ TEST(las_parts, every_format_and_version_gives_open_las_source_points_at_every_p
       spec.minor = minor;
       spec.format = format;
       spec.extra = static_cast<std::uint16_t>(format % 3 == 0 ? 5 : 0);
-      if (format % 2 == 1) { spec.scale = {0.01, -0.001, -0.25}; }  // negative scales reverse bounds
+      if (format % 2 == 1) { spec.scale = {0.01, 0.001, 0.25}; }  // (negative scales are refused: issue 24)
       auto const path = write_las_file(dir, "f" + std::to_string(format) + "_1" + std::to_string(minor) + ".las",
                                        spec, random_points(n, format >= 6, 11 + static_cast<std::uint32_t>(format)));
       for (std::size_t part_points : {std::size_t{1}, std::size_t{7}, std::size_t{64}, n, n + 1, default_part_points}) {
@@ -497,6 +497,8 @@ TEST(las_parts, a_zero_or_non_finite_scale_is_an_error_naming_the_file_and_the_f
     char const* field;
   };
   for (bad_scale const b : {bad_scale{131, 0.0, "x scale"}, bad_scale{139, -0.0, "y scale"},
+                            bad_scale{131, -0.01, "x scale"}, bad_scale{147, 1e-300, "z scale"},
+                            bad_scale{139, 1e7, "y scale"},
                             bad_scale{147, std::numeric_limits<double>::quiet_NaN(), "z scale"},
                             bad_scale{139, std::numeric_limits<double>::infinity(), "y scale"}}) {
     auto bytes = good;

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <fstream>
 #include <string>
 
 namespace heightgrid::io {
@@ -162,7 +163,35 @@ TEST_F(TextSource, EmptyAndCommentOnlyFilesHaveNoPoints)
 {
   EXPECT_TRUE(parse("").empty());
   EXPECT_TRUE(parse("# nothing\n\n").empty());
-  EXPECT_TRUE(parse("x,y,z\n").empty());
+}
+
+TEST_F(TextSource, AHeaderWithoutDataIsAnErrorNamingTheHeaderLine)
+{
+  // Issue 24: not "the input is empty": the file has a line, and nothing after it is data.
+  std::ofstream(dir / "header.csv") << "x,y,z\n";
+  auto source = open_text_source((dir / "header.csv").string());
+  point_chunk chunk;
+  try {
+    (void)source->read(chunk, 100);
+    FAIL() << "no error";
+  } catch (error const& e) {
+    EXPECT_EQ(e.kind(), error_kind::input);
+    EXPECT_NE(std::string(e.what()).find("header.csv: no data line: line 1 'x,y,z'"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(TextSource, AFirstLineWithoutLettersThatDoesNotParseIsAnError)
+{
+  std::ofstream(dir / "short.xyz") << "1 2\n3 4 5\n";
+  auto source = open_text_source((dir / "short.xyz").string());
+  point_chunk chunk;
+  try {
+    (void)source->read(chunk, 100);
+    FAIL() << "no error";
+  } catch (error const& e) {
+    EXPECT_NE(std::string(e.what()).find("short.xyz: line 1: expected at least 3 columns, found 2"), std::string::npos)
+      << e.what();
+  }
 }
 
 TEST_F(TextSource, MissingFile)

@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace heightgrid {
 
@@ -22,6 +23,7 @@ struct source_info {
   std::string crs_wkt;                       ///< empty when the source has no CRS
   std::string vertical_units;                ///< e.g. "metre", "US survey foot"; empty if unknown
   std::optional<std::uint64_t> point_count;  ///< known up front (LAS header), else empty
+  std::vector<std::string> notes;            ///< what the reader found odd; the app shows them as warnings
 };
 
 /// A stream of point chunks. Implementations read sequentially; one virtual call per chunk.

@@ -83,6 +83,7 @@ struct las_header_info {
   std::uint64_t evlr_start{0};           ///< LAS 1.4
   std::uint32_t evlr_count{0};           ///< LAS 1.4
   std::vector<las_vlr_info> vlrs;        ///< VLRs in file order, then EVLRs
+  std::vector<std::string> notes;        ///< oddities worth a warning (e.g. more records than counted)
   /// A LAZ file: compression bits in the format byte or a LASzip VLR.
   bool compressed{false};
   /// The parsed LASzip VLR (set when the file has one; its items are checked against the point
