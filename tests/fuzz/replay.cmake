@@ -14,6 +14,7 @@ function(heightgrid_fuzz_replay target source)
     endif()
   endforeach()
   add_test(NAME fuzz_replay.${target} COMMAND ${target}_replay ${inputs})
+  set_tests_properties(fuzz_replay.${target} PROPERTIES ENVIRONMENT "${HEIGHTGRID_TEST_ENV}")
 endfunction()
 
 heightgrid_fuzz_replay(las_file_fuzz las_file_fuzz.cpp heightgrid_io)

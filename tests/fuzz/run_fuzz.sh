@@ -94,6 +94,9 @@ dict=([las_file_fuzz]=las.dict [laz_file_fuzz]=las.dict [xyz_fuzz]=xyz.dict [opt
 
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+# GDAL (the CRS of a LAS file is read through it) would print a warning per odd input.
+export CPL_LOG=${CPL_LOG:-/dev/null}
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$root/tests/lsan_suppressions.txt}
 
 fuzz_one() {
   local target=$1 dir=$work/$1
