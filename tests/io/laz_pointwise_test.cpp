@@ -220,6 +220,8 @@ TEST(laz_chunk_table, fixed_and_variable_chunks)
 
   EXPECT_NE(table_error(fixed, t, 2000, 250).find("does not fit in the point data"), std::string::npos);
   EXPECT_NE(table_error(fixed, t, 3000, 400).find("make 4"), std::string::npos);
+  // A count near 2^64 does not wrap the chunks it needs to zero.
+  EXPECT_NE(table_error(fixed, t, 3000, ~std::uint64_t{0}).find("make 184467440737095517"), std::string::npos);
   EXPECT_NE(table_error(variable, tv, 3000, 309).find("hold 308 points, the header says 309"), std::string::npos);
   EXPECT_NE(table_error(fixed, make_table({500, 480, 90}, {}, 1), 3000, 250).find("version 1"), std::string::npos);
   EXPECT_NE(table_error(fixed, make_table({500, 0, 90}, {}), 3000, 250).find("does not fit"), std::string::npos);

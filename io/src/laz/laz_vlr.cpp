@@ -244,7 +244,8 @@ std::vector<chunk_entry> parse_chunk_table(laz_vlr_info const& vlr, std::uint8_t
   }
   bool const variable = vlr.variable_chunks();
   if (!variable) {
-    std::uint64_t const needed = (total_points + vlr.chunk_size - 1) / vlr.chunk_size;
+    // Not (total_points + chunk_size - 1) / chunk_size: a header may claim 2^64 - 1 points.
+    std::uint64_t const needed = total_points / vlr.chunk_size + (total_points % vlr.chunk_size != 0 ? 1 : 0);
     if (count != needed) {
       throw decode_error("the chunk table lists " + std::to_string(count) + " chunks, but " +
                          std::to_string(total_points) + " points in chunks of " +
