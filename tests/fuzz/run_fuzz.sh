@@ -53,13 +53,13 @@ mkdir -p "$work"
 # extra bytes, EVLRs (for las_header_fuzz), and the chunks of the LAZ files (laz_chunk_fuzz).
 seeds=$work/seeds
 rm -rf "$seeds"
-mkdir -p "$seeds/las" "$seeds/laz_chunks"
+mkdir -p "$seeds/writer" "$seeds/real" "$seeds/laz_chunks"
 for spec in "0 2" "1 2" "3 2" "0 4" "1 4" "3 4" "6 4"; do
   read -r format minor <<< "$spec"
-  "$bin/las_fuzz_seed_writer" write "$seeds/las/w_${format}_${minor}.las" 5 "$format" "$minor"
-  "$bin/las_fuzz_seed_writer" write "$seeds/las/w_${format}_${minor}_crs.las" 3 "$format" "$minor" --crs EPSG:32615 --extra-bytes 3
+  "$bin/las_fuzz_seed_writer" write "$seeds/writer/w_${format}_${minor}.las" 5 "$format" "$minor"
+  "$bin/las_fuzz_seed_writer" write "$seeds/writer/w_${format}_${minor}_crs.las" 3 "$format" "$minor" --crs EPSG:32615 --extra-bytes 3
   if [[ $minor == 4 ]]; then
-    "$bin/las_fuzz_seed_writer" write "$seeds/las/w_${format}_${minor}_evlr.las" 2 "$format" "$minor" --crs EPSG:4326 --evlr
+    "$bin/las_fuzz_seed_writer" write "$seeds/writer/w_${format}_${minor}_evlr.las" 2 "$format" "$minor" --crs EPSG:4326 --evlr
   fi
 done
 laz_files=()
@@ -70,20 +70,23 @@ real_dir=${HEIGHTGRID_REAL_DATA_DIR:-$root/../shared/data/real}
 if [[ -d $real_dir ]]; then
   while IFS= read -r -d '' f; do
     rel=${f#"$real_dir"/}
-    cp "$f" "$seeds/las/real_${rel//\//_}"
+    cp "$f" "$seeds/real/${rel//\//_}"
   done < <(find "$real_dir" -type f \( -name '*.las' -o -name '*.laz' \) -size -128k -print0)
   while IFS= read -r -d '' f; do laz_files+=("$f"); done < <(find "$real_dir" -type f -name '*.laz' -print0 | sort -z)
 fi
 "$bin/laz_fuzz_seeds" "$seeds/laz_chunks" "${laz_files[@]}" > /dev/null ||
   echo "run_fuzz.sh: some LAZ chunk seeds could not be cut (see above)"
 
-# What each target starts from, how long an input may be, and its dictionary.
+# What each target starts from, how long an input may be, and its dictionary. The real files seed
+# the parsers that do not run on whole files only: what las_file_fuzz and laz_file_fuzz learn may
+# be merged into the committed corpus (fuzzer -merge=1 tests/fuzz/corpus/T BUILD_DIR/fuzz/T/corpus),
+# which holds no part of those files.
 declare -A seed_dirs max_len dict
-seed_dirs=([las_file_fuzz]="$here/corpus/las_file_fuzz $seeds/las"
+seed_dirs=([las_file_fuzz]="$here/corpus/las_file_fuzz $seeds/writer"
            [laz_file_fuzz]="$here/corpus/laz_file_fuzz"
            [xyz_fuzz]="$here/corpus/xyz_fuzz"
            [options_fuzz]="$here/corpus/options_fuzz"
-           [las_header_fuzz]="$seeds/las $here/corpus/las_file_fuzz $here/corpus/laz_file_fuzz"
+           [las_header_fuzz]="$seeds/writer $seeds/real $here/corpus/las_file_fuzz $here/corpus/laz_file_fuzz"
            [laz_chunk_fuzz]="$seeds/laz_chunks")
 # Whole files stay small (a few KB hold several parts and chunks); a layered chunk of a real file
 # is ~200 KB.
