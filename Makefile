@@ -3,7 +3,14 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_ARGS ?=
-FUZZ_SECONDS ?= 90
+# The sanitizer tree: clang, CPU only, AddressSanitizer + UndefinedBehaviorSanitizer on every
+# target, and the fuzz targets (their coverage instrumentation rides along on the libraries).
+ASAN_BUILD ?= $(BUILD)-asan
+ASAN_CMAKE_ARGS ?= -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHEIGHTGRID_CUDA=OFF \
+  -DHEIGHTGRID_WERROR=ON -DHEIGHTGRID_SANITIZE=address,undefined -DHEIGHTGRID_FUZZ=ON
+# Seconds per fuzz target in `make test` (six targets, two at a time); fuzz longer with
+# `make fuzz FUZZ_SECONDS=3600`.
+FUZZ_SECONDS ?= 40
 # The CUDA toolkit lives outside Debian's paths; CMake finds nvcc through CUDACXX.
 ifeq ($(origin CUDACXX),undefined)
   ifneq ($(wildcard /usr/local/cuda/bin/nvcc),)
@@ -11,7 +18,7 @@ ifeq ($(origin CUDACXX),undefined)
   endif
 endif
 
-.PHONY: all deps configure build demo test fuzz clean
+.PHONY: all deps configure build demo test sanitize-configure sanitize fuzz clean
 
 all: build
 
@@ -29,10 +36,20 @@ demo: build
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
+	$(MAKE) --no-print-directory sanitize
 	$(MAKE) --no-print-directory fuzz
 
-fuzz: deps
-	@if [ -x tests/fuzz/run_fuzz.sh ]; then tests/fuzz/run_fuzz.sh $(BUILD)-fuzz $(FUZZ_SECONDS); fi
+sanitize-configure: deps
+	cmake -S . -B $(ASAN_BUILD) $(ASAN_CMAKE_ARGS)
+
+# The CPU tests under ASan + UBSan: any report fails its test (no recovery, leaks included; the
+# options are set per test by tests/CMakeLists.txt).
+sanitize: sanitize-configure
+	cmake --build $(ASAN_BUILD) -j$(JOBS)
+	cd $(ASAN_BUILD) && ctest --output-on-failure -j$(JOBS)
+
+fuzz: sanitize-configure
+	tests/fuzz/run_fuzz.sh $(ASAN_BUILD) $(FUZZ_SECONDS)
 
 clean:
-	rm -rf $(BUILD) $(BUILD)-fuzz
+	rm -rf $(BUILD) $(ASAN_BUILD)

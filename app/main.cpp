@@ -1,12 +1,7 @@
 // heightgrid: grid point clouds into GeoTIFFs of per-cell height statistics, on the GPU or CPU.
 // main decides what is said (spdlog on stderr) and maps errors to exit codes.
 
-#include "bench_reduce_command.hpp"
-#include "compare_command.hpp"
-#include "grid_command.hpp"
-#include "info_command.hpp"
-#include "limits_command.hpp"
-#include "synth_command.hpp"
+#include "cli.hpp"
 
 #include "pipeline/gpu_stage.hpp"
 
@@ -93,41 +88,17 @@ namespace {
 int run(int argc, char** argv)
 {
   using namespace heightgrid;
-  CLI::App app{"heightgrid: grid point clouds (LAS, XYZ/CSV, GDAL rasters and vector points) into GeoTIFFs of "
-               "per-cell statistics such as the height range, on the GPU or the CPU"};
-  app.set_version_flag("--version", "heightgrid 0.1.0");
-  int verbosity = 0;
-  bool quiet = false;
-  app.add_flag("-v,--verbose", verbosity, "More detail: phase timings (-v), everything (-vv)");
-  app.add_flag("-q,--quiet", quiet, "Only warnings and errors");
-  app.require_subcommand(1);
-  app.fallthrough();  // -v and -q may also follow the subcommand
-
-  app::grid_options grid;
-  app::info_options info;
-  auto* grid_cmd = app::add_grid_command(app, grid);
-  auto* info_cmd = app::add_info_command(app, info);
-  app::synth_command_options synth;
-  app::compare_options compare;
-  auto* synth_cmd = app::add_synth_command(app, synth);
-  auto* compare_cmd = app::add_compare_command(app, compare);
-  for (int i = 0; i < argc; ++i) { compare.command_line += (i == 0 ? "" : " ") + std::string(argv[i]); }
-  app::bench_reduce_options bench_reduce;
-  auto* bench_reduce_cmd = app::add_bench_reduce_command(app, bench_reduce);
-  app::limits_options limits;
-  auto* limits_cmd = app::add_limits_command(app, limits);
-  for (int i = 0; i < argc; ++i) { bench_reduce.command_line += (i == 0 ? "" : " ") + std::string(argv[i]); }
-
+  app::command_line cli(app::join_arguments(argc, argv));
   try {
-    app.parse(argc, argv);
+    cli.app.parse(argc, argv);
   } catch (CLI::ParseError const& e) {
     // --help and --version are "errors" of code 0 that CLI11 prints itself; every other parse
     // error is bad usage: exit 2 with the same prefix as every other error (README "Conventions").
-    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) { return app.exit(e); }
+    if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) { return cli.app.exit(e); }
     std::fprintf(stderr, "heightgrid: error: %s\nRun with --help for more information.\n", printable(e.what()).c_str());
     return exit_code(error_kind::usage);
   }
-  setup_logging(verbosity, quiet);
+  setup_logging(cli.verbosity, cli.quiet);
   io::init_gdal([](io::gdal_message_level level, std::string const& msg) {
     switch (level) {
       // GDAL quotes file contents (tags, names) as they are: escaped before they reach the terminal.
@@ -138,12 +109,12 @@ int run(int argc, char** argv)
   });
 
   try {
-    if (grid_cmd->parsed()) { return app::run_grid(grid); }
-    if (info_cmd->parsed()) { return app::run_info(info); }
-    if (synth_cmd->parsed()) { return app::run_synth(synth); }
-    if (compare_cmd->parsed()) { return app::run_compare(compare); }
-    if (bench_reduce_cmd->parsed()) { return app::run_bench_reduce(bench_reduce); }
-    if (limits_cmd->parsed()) { return app::run_limits(limits); }
+    if (cli.grid_cmd->parsed()) { return app::run_grid(cli.grid); }
+    if (cli.info_cmd->parsed()) { return app::run_info(cli.info); }
+    if (cli.synth_cmd->parsed()) { return app::run_synth(cli.synth); }
+    if (cli.compare_cmd->parsed()) { return app::run_compare(cli.compare); }
+    if (cli.bench_reduce_cmd->parsed()) { return app::run_bench_reduce(cli.bench_reduce); }
+    if (cli.limits_cmd->parsed()) { return app::run_limits(cli.limits); }
   } catch (error const& e) {
     spdlog::error("{}", printable(e.what()));
     return exit_code(e.kind());

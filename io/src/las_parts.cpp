@@ -26,6 +26,14 @@ namespace {
 namespace layout = las_layout;
 using detail::las_file;
 
+/// Parts of `part_points` that hold `points`, without the overflow of (points + part_points - 1):
+/// a LAZ header may claim up to 2^64 - 1 points, which that sum wrapped to "no parts".
+constexpr std::uint64_t parts_for(std::uint64_t points, std::uint64_t part_points)
+{
+  return points / part_points + (points % part_points != 0 ? 1 : 0);
+}
+static_assert(parts_for(~std::uint64_t{0}, 7) == ~std::uint64_t{0} / 7 + 1);
+
 /// Bounds of the kept points' stored integers, per axis. scaled_coords::apply is monotonic in
 /// the integer (non-decreasing for a positive scale, non-increasing for a negative one), so these
 /// give the coordinates' bounds exactly.
@@ -255,7 +263,7 @@ class las_record_parts final : public las_parts_base {
   }
 
  private:
-  [[nodiscard]] std::uint64_t count() const { return (header_.point_count + part_points_ - 1) / part_points_; }
+  [[nodiscard]] std::uint64_t count() const { return parts_for(header_.point_count, part_points_); }
 };
 
 /// Consecutive chunks [first_chunk, end_chunk) read as one part.
@@ -399,7 +407,7 @@ class laz_sequential_parts final : public las_parts_base {
   }
 
  private:
-  [[nodiscard]] std::uint64_t count() const { return (header_.point_count + part_points_ - 1) / part_points_; }
+  [[nodiscard]] std::uint64_t count() const { return parts_for(header_.point_count, part_points_); }
 
   void restart()
   {

@@ -403,7 +403,7 @@ class header_parser {
       return;
     }
     if (!vlr.variable_chunks()) {
-      z.chunk_count = (h.point_count + vlr.chunk_size - 1) / vlr.chunk_size;
+      z.chunk_count = h.point_count / vlr.chunk_size + (h.point_count % vlr.chunk_size != 0 ? 1 : 0);
     }
     std::uint64_t const at = h.offset_to_point_data;
     if (h.file_size < 16 || at > h.file_size - 16) { return; }

@@ -585,6 +585,22 @@ TEST(las_parts_laz, filters_and_eight_shuffled_threads_match_open_las_source)
   }
 }
 
+// lazrs ends a file of variable-size chunks with a chunk of no points (data/README.md): it is
+// stepped over, and both readers give every point.
+TEST(las_parts_laz, variable_chunks_ending_in_a_chunk_of_no_points_read_whole)
+{
+  for (char const* name : {"lazrs_variable_chunks_pf1.laz", "lazrs_variable_chunks_pf6.laz"}) {
+    auto const path = (test::data_dir() / name).string();
+    SCOPED_TRACE(path);
+    auto source = open_las_parts(path, 5);
+    EXPECT_TRUE(source->concurrent_parts());
+    parts_read const got = read_parts(*source, filter_options::keep_all());
+    EXPECT_EQ(got.points.x.size(), 23U);
+    expect_parts_match(path, 5, filter_options::keep_all());
+    expect_parts_match(path, 7, filter_options{}, 2, 99);
+  }
+}
+
 TEST(las_parts_laz, release_then_read_again)
 {
   REQUIRE_REAL_DATA();

@@ -204,8 +204,24 @@ TEST(laz_chunk_table, fixed_and_variable_chunks)
   EXPECT_EQ(cv[1].points, 300U);
   EXPECT_EQ(cv[2].offset + cv[2].bytes, 2070U);
 
+  // Variable-size chunks of no points, as lazrs writes when a writer ends a chunk just before
+  // closing the file (no bytes for layered chunks, a few for pointwise ones), are stepped over.
+  auto const te = make_table({500, 480, 0, 90, 4}, {7, 300, 0, 1, 0});
+  auto const ce = parse_chunk_table(variable, te.data(), te.size(), 1000, 2074, 308);
+  ASSERT_EQ(ce.size(), 3U);
+  EXPECT_EQ(ce[2].offset, 1980U);
+  EXPECT_EQ(ce[2].points, 1U);
+  EXPECT_NE(table_error(variable, make_table({500, 480, 90, 0}, {7, 300, 1, 2}), 2070, 310).find("does not fit"),
+            std::string::npos);
+  EXPECT_NE(table_error(variable, make_table({500, 480, 90, 8}, {7, 300, 1, 0}), 2074, 308).find("does not fit"),
+            std::string::npos);
+  // Fixed-size chunks never hold no points.
+  EXPECT_NE(table_error(fixed, make_table({500, 480, 90, 0}, {}), 3000, 250).find("make 3"), std::string::npos);
+
   EXPECT_NE(table_error(fixed, t, 2000, 250).find("does not fit in the point data"), std::string::npos);
   EXPECT_NE(table_error(fixed, t, 3000, 400).find("make 4"), std::string::npos);
+  // A count near 2^64 does not wrap the chunks it needs to zero.
+  EXPECT_NE(table_error(fixed, t, 3000, ~std::uint64_t{0}).find("make 184467440737095517"), std::string::npos);
   EXPECT_NE(table_error(variable, tv, 3000, 309).find("hold 308 points, the header says 309"), std::string::npos);
   EXPECT_NE(table_error(fixed, make_table({500, 480, 90}, {}, 1), 3000, 250).find("version 1"), std::string::npos);
   EXPECT_NE(table_error(fixed, make_table({500, 0, 90}, {}), 3000, 250).find("does not fit"), std::string::npos);

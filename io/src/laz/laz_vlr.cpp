@@ -235,7 +235,8 @@ std::vector<chunk_entry> parse_chunk_table(laz_vlr_info const& vlr, std::uint8_t
   if (version != 0) {
     throw decode_error("chunk table version " + std::to_string(version) + " is not 0");
   }
-  // Every chunk holds at least one byte, which bounds the allocation below by the file size.
+  // Every chunk but an empty one (below) holds at least one byte: a table of more chunks than
+  // bytes is refused, which bounds the allocation below by the file size.
   std::uint64_t const data_bytes = data_end > data_start ? data_end - data_start : 0;
   if (count > data_bytes) {
     throw decode_error("the chunk table lists " + std::to_string(count) + " chunks in " +
@@ -243,7 +244,8 @@ std::vector<chunk_entry> parse_chunk_table(laz_vlr_info const& vlr, std::uint8_t
   }
   bool const variable = vlr.variable_chunks();
   if (!variable) {
-    std::uint64_t const needed = (total_points + vlr.chunk_size - 1) / vlr.chunk_size;
+    // Not (total_points + chunk_size - 1) / chunk_size: a header may claim 2^64 - 1 points.
+    std::uint64_t const needed = total_points / vlr.chunk_size + (total_points % vlr.chunk_size != 0 ? 1 : 0);
     if (count != needed) {
       throw decode_error("the chunk table lists " + std::to_string(count) + " chunks, but " +
                          std::to_string(total_points) + " points in chunks of " +
@@ -276,24 +278,31 @@ std::vector<chunk_entry> parse_chunk_table(laz_vlr_info const& vlr, std::uint8_t
 
   std::uint64_t offset = data_start;
   std::uint64_t points = 0;
+  std::size_t kept = 0;
   for (std::uint32_t i = 0; i < count; ++i) {
-    chunk_entry& c = chunks[i];
+    chunk_entry c = chunks[i];
+    // A variable-size chunk of no points has nothing to decode and is stepped over: lazrs writes
+    // one (no bytes, or the few bytes of a flushed coder) when a writer ends a chunk just before
+    // closing the file, and laspy reads such files.
+    bool const empty = variable && c.points == 0;
     if (!variable) {
       c.points = std::min<std::uint64_t>(vlr.chunk_size, total_points - points);
     }
     c.offset = offset;
-    if (c.bytes == 0 || c.bytes > data_end - offset) {
+    if ((c.bytes == 0 && !empty) || c.bytes > data_end - offset) {
       throw decode_error("chunk " + std::to_string(i) + " of the chunk table (" +
                          std::to_string(c.bytes) + " bytes at byte " + std::to_string(offset) +
                          ") does not fit in the point data, which ends at byte " +
                          std::to_string(data_end));
     }
-    if (c.points == 0) {
+    if (c.points == 0 && !empty) {
       throw decode_error("chunk " + std::to_string(i) + " of the chunk table holds no points");
     }
     offset += c.bytes;
     points += c.points;
+    if (!empty) { chunks[kept++] = c; }
   }
+  chunks.resize(kept);
   if (points != total_points) {
     throw decode_error("the chunk table's chunks hold " + std::to_string(points) +
                        " points, the header says " + std::to_string(total_points));

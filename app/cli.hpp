@@ -1,0 +1,49 @@
+#pragma once
+// The command line: every command with its options, built once into one CLI11 app. main parses
+// with it and runs the command that was chosen; tests/fuzz/options_fuzz parses with it and runs
+// nothing, so what it exercises is exactly what users type into.
+
+#include "bench_reduce_command.hpp"
+#include "compare_command.hpp"
+#include "grid_command.hpp"
+#include "info_command.hpp"
+#include "limits_command.hpp"
+#include "synth_command.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+namespace heightgrid::app {
+
+/// The parsed values live in the option structs below, which the CLI11 app writes into: the
+/// object is neither copied nor moved.
+struct command_line {
+  /// `invocation`: the command as typed, recorded by compare and bench-reduce in their JSON.
+  explicit command_line(std::string const& invocation);
+  command_line(command_line const&) = delete;
+  command_line& operator=(command_line const&) = delete;
+
+  CLI::App app;
+  int verbosity{0};  ///< -v: 1, -vv: 2
+  bool quiet{false};
+
+  grid_options grid;
+  info_options info;
+  synth_command_options synth;
+  compare_options compare;
+  bench_reduce_options bench_reduce;
+  limits_options limits;
+
+  CLI::App* grid_cmd{nullptr};
+  CLI::App* info_cmd{nullptr};
+  CLI::App* synth_cmd{nullptr};
+  CLI::App* compare_cmd{nullptr};
+  CLI::App* bench_reduce_cmd{nullptr};
+  CLI::App* limits_cmd{nullptr};
+};
+
+/// argv joined by spaces, as command_line's `invocation`.
+[[nodiscard]] std::string join_arguments(int argc, char const* const* argv);
+
+}  // namespace heightgrid::app
