@@ -91,7 +91,7 @@ CLI::App* add_limits_command(CLI::App& app, limits_options& o)
 
 int run_limits(limits_options const& o)
 {
-  std::uint64_t const copy = parse_memory(o.copy_size);
+  std::uint64_t const copy = parse_memory(o.copy_size, "--copy-size");
   expects(copy > 0, error_kind::usage, "--copy-size must be > 0");
   unsigned const threads = worker_threads(static_cast<unsigned>(o.threads));
   if (!o.files.empty()) {

@@ -130,7 +130,7 @@ void add_run_options(CLI::App& cmd, run_options& r)
   cmd.add_flag("--progress", r.progress, "Show progress even when stderr is not a terminal");
 }
 
-std::uint64_t parse_memory(std::string const& text)
+std::uint64_t parse_memory(std::string const& text, std::string const& option)
 {
   if (text.empty()) { return 0; }
   std::size_t used = 0;
@@ -138,7 +138,7 @@ std::uint64_t parse_memory(std::string const& text)
   try {
     value = std::stod(text, &used);
   } catch (std::logic_error const&) {
-    throw error(error_kind::usage, "--memory: '" + text + "' is not a size (e.g. 4G, 512M, 1.5G)");
+    throw error(error_kind::usage, option + ": '" + text + "' is not a size (e.g. 4G, 512M, 1.5G)");
   }
   std::string unit = text.substr(used);
   for (auto& c : unit) { c = static_cast<char>(std::toupper(static_cast<unsigned char>(c))); }
@@ -154,11 +154,11 @@ std::uint64_t parse_memory(std::string const& text)
   } else if (unit == "T") {
     scale = 1024.0 * 1024.0 * 1024.0 * 1024.0;
   } else {
-    expects(unit.empty(), error_kind::usage, "--memory: unknown unit in '" + text + "' (use K, M, G or T)");
+    expects(unit.empty(), error_kind::usage, option + ": unknown unit in '" + text + "' (use K, M, G or T)");
   }
   double const bytes = value * scale;
   expects(std::isfinite(bytes) && bytes >= 1024.0 * 1024.0 && bytes < 0x1.0p62, error_kind::usage,
-          "--memory: '" + text + "' is not a usable size (at least 1M)");
+          option + ": '" + text + "' is not a usable size (at least 1M)");
   return static_cast<std::uint64_t>(bytes);
 }
 

@@ -65,8 +65,9 @@ struct run_options {
 };
 
 void add_run_options(CLI::App& cmd, run_options& r);
-/// --memory's value in bytes (0 when not given); throws error_kind::usage on a bad size.
-[[nodiscard]] std::uint64_t parse_memory(std::string const& text);
+/// A size option's value (--memory, 4G, 512M) in bytes (0 when not given); throws error_kind::usage naming
+/// `option` on a bad size.
+[[nodiscard]] std::uint64_t parse_memory(std::string const& text, std::string const& option = "--memory");
 /// --threads checked (0: every core) and applied to OpenMP; returns the worker threads to use.
 unsigned apply_threads(int threads);
 

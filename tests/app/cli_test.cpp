@@ -700,6 +700,25 @@ TEST_F(Cli, GpuRequestedWithoutAGpu)
   }
 }
 
+TEST_F(Cli, LimitsMeasuresReadsAndSaysWhetherThereIsAGpu)
+{
+  auto const r = run("limits " + data("sample.xyz").string());
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("page-cache read of 1 file(s)"), std::string::npos) << r.output;
+  if (heightgrid::gpu_available()) {
+    EXPECT_NE(r.output.find("host->device"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("device read bandwidth"), std::string::npos) << r.output;
+  } else {
+    EXPECT_NE(r.output.find("GPU: none"), std::string::npos) << r.output;
+  }
+  auto const bad = run("limits --copy-size 0");
+  EXPECT_EQ(bad.code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--copy-size"), std::string::npos) << bad.output;
+  auto const missing = run("limits /nonexistent-heightgrid/none.las");
+  EXPECT_EQ(missing.code, 3) << missing.output;
+  EXPECT_NE(missing.output.find("/nonexistent-heightgrid/none.las"), std::string::npos) << missing.output;
+}
+
 TEST_F(Cli, InfoDescribesTheSample)
 {
   auto const r = run("info " + data("sample.xyz").string() + " --res 1");
