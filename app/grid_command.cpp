@@ -1,5 +1,7 @@
 #include "grid_command.hpp"
 
+#include "grid_tiled.hpp"
+
 #include "pipeline/grid_job.hpp"
 #include "pipeline/sources.hpp"
 #include "report.hpp"
@@ -92,7 +94,7 @@ class geotiff_output final : public grid_output {
     write_seconds += seconds_since(t);
   }
 
-  void commit() override
+  void commit(std::uint64_t) override
   {
     auto const t = std::chrono::steady_clock::now();
     auto const written = writer_->commit();
@@ -172,7 +174,7 @@ CLI::App* add_grid_command(CLI::App& app, grid_options& o)
   auto* cmd = app.add_subcommand("grid", "Grid points into a GeoTIFF of per-cell statistics (default: height range)");
   cmd->add_option("inputs", o.in.inputs,
                   "Input files (LAS/LAZ, XYZ/CSV, GDAL raster DEMs or vector point layers), directories or globs");
-  cmd->add_option("-o,--output", o.output, "Output GeoTIFF")->required();
+  cmd->add_option("-o,--output", o.output, "Output GeoTIFF (with --tile-size: a directory of tiles and a VRT)")->required();
   add_geometry_options(*cmd, o.geometry);
   add_metrics_option(*cmd, o.metrics, "Bands to write, in order");
   cmd->add_option("--nodata", o.nodata, "Value of empty cells in float bands ('nan' or a number)")->default_val("nan");
@@ -187,13 +189,26 @@ CLI::App* add_grid_command(CLI::App& app, grid_options& o)
                   "thread for mean/stddev (sums in the CPU's order: bit-identical to --device cpu)")
     ->default_val(std::string(auto_mode_name));
   add_input_options(*cmd, o.in);
+  auto* tiles = cmd->add_option_group("Tiled output", "Cut the grid into tiles, each its own GeoTIFF, with a VRT over them");
+  tiles->add_option("--tile-size", o.tile_size,
+                    "Tiles of CELLS x CELLS (or COLSxROWS) cells; -o names a directory that gets NAME_ROW_COL.tif "
+                    "and NAME.vrt");
+  tiles->add_option("--tile-size-m", o.tile_size_m, "Tiles of this side in CRS units (a whole number of cells)");
+  tiles->add_option("--tile-name", o.tile_name, "File name prefix of the tiles and the VRT (default: the directory's name)");
+  tiles->add_flag("--resume", o.resume, "Continue an interrupted tiled run: skip the tiles it finished");
+  tiles->add_flag("--skip-bad", o.skip_bad,
+                  "Leave out inputs that cannot be read (warn, list them at the end, exit 7) instead of failing");
+  tiles->add_option("--gpus", o.gpus,
+                    "GPUs to spread tiles over: all, a count N, or a list like 0,2 (one tile worker per GPU, "
+                    "the cores shared)");
   cmd->footer(R"(Examples:
   heightgrid grid data/sample.xyz -o range.tif --res 1
   heightgrid grid tiles/ -o dsm_range.tif --res 0.5 --metrics range,min,max,count --a_srs EPSG:32633
   heightgrid grid dem.tif -o range_10m.tif --res 10 --of COG --overwrite
   heightgrid grid pts.gpkg --z-field elev -o out.tif --tr 2 2 --te 500000 4100000 501000 4101000
   heightgrid grid --synth uniform --points 100000000 --synth-extent 0 0 10000 10000 -o synth.tif --res 1 -v
-  heightgrid grid --synth lidar --points 10000000 --density 10 -o lidar.tif --res 1 --metrics range,count)");
+  heightgrid grid --synth lidar --points 10000000 --density 10 -o lidar.tif --res 1 --metrics range,count
+  heightgrid grid tiles/ -o dsm/ --res 1 --tile-size 4000 --gpus all   # dsm/dsm_R_C.tif + dsm/dsm.vrt)");
   return cmd;
 }
 
@@ -247,14 +262,29 @@ int run_grid(grid_options const& o)
   wopt.overwrite = o.overwrite;
   wopt.nodata = nodata;
   wopt.input_paths = paths;
+  if (tiled_output_requested(o)) {
+    wopt.crs_wkt = assigned_crs;
+    return run_grid_tiled(o, job, metrics, wopt, paths);
+  }
+  expects(!o.resume && !o.skip_bad, error_kind::usage, "--resume and --skip-bad apply to tiled output (--tile-size)");
   io::check_output_path(o.output, wopt);
+  if (!o.gpus.empty()) {
+    auto const gpus = parse_gpus(o.gpus);
+    if (gpus.size() > 1) {
+      spdlog::warn("--gpus {}: one output raster is gridded on one GPU (GPU {}); --tile-size spreads tiles over several",
+                   o.gpus, gpus.front());
+    }
+    expects(job.device != device_choice::cpu, error_kind::usage, "--gpus cannot be used with --device cpu");
+    job.gpu_device = gpus.front();
+    if (job.device == device_choice::automatic) { job.device = device_choice::gpu; }
+  }
 
   // --- the GPU starts now, in the background, if the job may want it (CUDA takes ~0.3 s to start)
   std::unique_ptr<gpu_stage> gpu;
   bool const early_gpu = job.device == device_choice::gpu ||
                          (job.device == device_choice::automatic && auto_wants_gpu(guess_points(o.in, paths), request));
   if (early_gpu) {
-    gpu = std::make_unique<gpu_stage>(o.in.reader.chunk_points, std::size_t{job.threads} * 2 + 4);
+    gpu = std::make_unique<gpu_stage>(o.in.reader.chunk_points, std::size_t{job.threads} * 2 + 4, job.gpu_device);
   }
 
   // --- inputs (headers)

@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,7 +25,18 @@ struct grid_options {
   std::vector<std::string> creation_options;
   bool overwrite{false};
   std::string mode{"auto"};
+  // Tiled output (-o names a directory)
+  std::string tile_size;              ///< --tile-size CELLS or COLSxROWS
+  std::optional<double> tile_size_m;  ///< --tile-size-m: tile side in CRS units
+  std::string tile_name;              ///< --tile-name: file name prefix (default: the directory's name)
+  bool resume{false};
+  bool skip_bad{false};
+  std::string gpus;                   ///< --gpus all|N|LIST
 };
+
+/// --gpus: "all", a count N (devices 0..N-1) or a list "0,2"; checked against the devices present.
+/// Empty text: none asked for. Throws error_kind::usage / device.
+[[nodiscard]] std::vector<int> parse_gpus(std::string const& text);
 
 CLI::App* add_grid_command(CLI::App& app, grid_options& o);
 int run_grid(grid_options const& o);

@@ -33,6 +33,7 @@ struct gpu_stage::shared {
   bool stopping{false};
   bool abandoned{false};
 
+  int device{-1};
   std::size_t batch_points{0};
   std::size_t slot_bytes{0};
   std::size_t slots{0};
@@ -91,7 +92,7 @@ struct gpu_stage::shared {
   static void start(std::shared_ptr<shared> s)
   {
     std::string reason;
-    bool const ok = start_gpu(&reason);
+    bool const ok = start_gpu(&reason, s->device);
     if (!ok) {
       s->settle(state::failed, reason);
       return;
@@ -133,8 +134,9 @@ struct gpu_stage::shared {
   }
 };
 
-gpu_stage::gpu_stage(std::size_t batch_points, std::size_t ring_slots) : s_(std::make_shared<shared>())
+gpu_stage::gpu_stage(std::size_t batch_points, std::size_t ring_slots, int device) : s_(std::make_shared<shared>())
 {
+  s_->device = device;
   s_->batch_points = batch_points;
   s_->slot_bytes = batch_bytes(batch_points);
   s_->slots = std::max<std::size_t>(1, ring_slots);
@@ -176,10 +178,19 @@ void gpu_stage::configure(grid_band const& band, gpu_binner_options const& optio
     s_->band = band;
     s_->options = options;
     s_->options.batch_points = s_->batch_points;
+    s_->options.device = s_->device;
     s_->configured = true;
   }
   s_->changed.notify_all();
 }
+
+bool gpu_stage::configured() const
+{
+  std::lock_guard<std::mutex> lock(s_->mutex);
+  return s_->configured;
+}
+
+int gpu_stage::device() const noexcept { return s_->device; }
 
 gpu_stage::state gpu_stage::current() const noexcept { return s_->now.load(); }
 

@@ -24,8 +24,10 @@ class gpu_stage {
   enum class state { starting, ready, failed };
 
   /// Starts CUDA on a background thread and allocates `ring_slots` host slots of `batch_points`
-  /// points. The binner is created once configure() has said what to bin.
-  gpu_stage(std::size_t batch_points, std::size_t ring_slots);
+  /// points. The binner is created once configure() has said what to bin, on CUDA device `device`
+  /// (-1: the runtime's default). A stage may serve several jobs in turn (tiles): the first
+  /// configures it, the next reset its binner to their grid.
+  gpu_stage(std::size_t batch_points, std::size_t ring_slots, int device = -1);
   gpu_stage(gpu_stage const&) = delete;
   gpu_stage& operator=(gpu_stage const&) = delete;
   /// Joins the background thread if it has finished; otherwise leaves it to finish alone (a small
@@ -35,6 +37,9 @@ class gpu_stage {
   /// What to bin: the background thread creates the binner (device accumulators) and page-locks
   /// the ring once CUDA is up. Call once.
   void configure(grid_band const& band, gpu_binner_options const& options);
+  [[nodiscard]] bool configured() const;
+  /// The CUDA device the stage was made for (-1: the default).
+  [[nodiscard]] int device() const noexcept;
 
   [[nodiscard]] state current() const noexcept;
   /// Why the stage failed (empty otherwise).

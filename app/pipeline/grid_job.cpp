@@ -80,7 +80,7 @@ std::size_t largest_part(std::vector<part_source*> const& sources)
 class grid_job {
  public:
   grid_job(std::vector<std::unique_ptr<part_source>> const& sources, grid_job_options const& o, grid_output& output,
-           std::unique_ptr<gpu_stage> gpu)
+           std::shared_ptr<gpu_stage> gpu)
     : all_(source_pointers(sources)), o_(o), output_(output), gpu_(std::move(gpu)), rules_(o.filter),
       threads_(worker_threads(o.threads)), batch_points_(largest_part(all_))
   {
@@ -148,7 +148,7 @@ class grid_job {
     if (route_ == bin_route::cpu) {
       gpu_.reset();
     } else if (gpu_ == nullptr) {
-      gpu_ = std::make_unique<gpu_stage>(batch_points_, threads_ * ring_slots_per_worker + ring_extra_slots);
+      gpu_ = std::make_shared<gpu_stage>(batch_points_, threads_ * ring_slots_per_worker + ring_extra_slots, o_.gpu_device);
     }
     expects(gpu_ == nullptr || gpu_->batch_points() >= batch_points_, error_kind::internal,
             "grid_job: the GPU stage's batches are smaller than the sources' parts");
@@ -323,7 +323,7 @@ class grid_job {
       finalize_band(band, out_grid);
     }
     check_counts();
-    output_.commit();
+    output_.commit(report_.non_empty);
     return true;
   }
 
@@ -333,11 +333,10 @@ class grid_job {
     host_.reset();
     if (route_ != bin_route::gpu) { host_ = std::make_unique<host_grid>(band, acc_request_); }
     if (gpu_ != nullptr) {
-      if (!gpu_configured_) {
+      if (!gpu_->configured()) {
         gpu_->configure(band, binner_options());
-        gpu_configured_ = true;
       } else {
-        // A later pass: the binner (made for the first band, once CUDA was up) starts over.
+        // A later pass, or a stage that served an earlier job (tiles): the binner starts over.
         std::atomic<bool> const never{false};
         if (gpu_->wait_ready(never)) { gpu_->binner().reset(band); }
       }
@@ -378,6 +377,8 @@ class grid_job {
     report_.bin_pass_s += seconds_since(t);
     if (first_band) {
       report_.read = last_read_.total;
+      report_.source_extents.clear();
+      for (auto const& p : last_read_.per_source) { report_.source_extents.push_back(p.extent); }
       report_.outside = outside;
     }
     report_.binned += binned;
@@ -505,7 +506,7 @@ class grid_job {
   std::vector<part_source*> all_;
   grid_job_options const& o_;
   grid_output& output_;
-  std::unique_ptr<gpu_stage> gpu_;
+  std::shared_ptr<gpu_stage> gpu_;
   filter_rules rules_;
   unsigned threads_;
   std::size_t batch_points_;
@@ -516,7 +517,6 @@ class grid_job {
   grid_spec grid_{};
   bool speculative_{false};
   bool no_points_{false};
-  bool gpu_configured_{false};
   bool gpu_used_{false};
   bool fell_back_{false};
   std::unique_ptr<host_grid> host_;
@@ -535,6 +535,14 @@ bool auto_wants_gpu(std::uint64_t points, metric_request const& request) noexcep
   return points >= (request.needs_sums() ? auto_device_policy::sums_gpu_min_points : auto_device_policy::gpu_min_points);
 }
 
+bounds read_bounds(std::vector<part_source*> const& sources, filter_options const& filter, unsigned threads)
+{
+  unsigned const workers = worker_threads(threads);
+  bounds_sink sink(workers, largest_part(sources));
+  filter_rules const rules(filter);
+  return read_parts(sources, rules, {workers, false}, sink, nullptr).total.extent;
+}
+
 unsigned worker_threads(unsigned requested) noexcept
 {
   if (requested > 0) { return requested; }
@@ -543,7 +551,7 @@ unsigned worker_threads(unsigned requested) noexcept
 }
 
 grid_job_report run_grid_job(std::vector<std::unique_ptr<part_source>> const& sources, grid_job_options const& options,
-                             grid_output& output, std::unique_ptr<gpu_stage> gpu)
+                             grid_output& output, std::shared_ptr<gpu_stage> gpu)
 {
   grid_job job(sources, options, output, std::move(gpu));
   return job.run();

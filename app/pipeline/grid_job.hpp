@@ -61,6 +61,7 @@ struct grid_job_options {
   unsigned threads{0};                       ///< 0: every core
   std::uint64_t host_memory{0};              ///< accumulator budget on the host, bytes (0: default)
   std::uint64_t device_memory{0};            ///< on the device (0: default)
+  int gpu_device{-1};                        ///< CUDA device of a stage the job starts (-1: the default)
   bool progress{false};
   bool progress_terminal{false};
 };
@@ -72,13 +73,16 @@ class grid_output {
   /// The output grid and the largest count of a cell (decides the data type), before any row.
   virtual void begin(grid_spec const& grid, std::uint64_t max_count) = 0;
   virtual void write_rows(std::uint32_t row0, std::uint32_t rows, cell_results const& window) = 0;
-  virtual void commit() = 0;
+  /// Every row was written; `non_empty_cells` of the grid hold a point (a tile with none is not
+  /// kept).
+  virtual void commit(std::uint64_t non_empty_cells) = 0;
 };
 
 /// What happened, for the log and --json.
 struct grid_job_report {
   grid_spec grid;
   part_result read;  ///< filter statistics, bounds and z range of the kept points
+  std::vector<bounds> source_extents;  ///< per source, the bounds of its kept points (outside the grid too)
   std::uint64_t binned{0};
   std::uint64_t outside{0};
   std::uint64_t non_empty{0};
@@ -104,10 +108,15 @@ struct grid_job_report {
   std::vector<std::string> warnings;
 };
 
-/// Runs the job. `gpu` is a stage started early by the caller (or null: the job starts one if its
-/// route needs it). Throws heightgrid::error; the output is committed only on success.
+/// Runs the job. `gpu` is a stage started early by the caller, or one that served an earlier job
+/// (or null: the job starts one if its route needs it). Throws heightgrid::error; the output is
+/// committed only on success.
 grid_job_report run_grid_job(std::vector<std::unique_ptr<part_source>> const& sources, grid_job_options const& options,
-                             grid_output& output, std::unique_ptr<gpu_stage> gpu = nullptr);
+                             grid_output& output, std::shared_ptr<gpu_stage> gpu = nullptr);
+
+/// Bounds of the points `sources` keep under `filter`, from a pass that only reads (`threads`
+/// workers; 0: every core).
+[[nodiscard]] bounds read_bounds(std::vector<part_source*> const& sources, filter_options const& filter, unsigned threads);
 
 /// Whether a job of `points` points (0: unknown) with `request` would use the GPU under --device
 /// auto: callers start the GPU early with it.

@@ -134,7 +134,13 @@ class scheduler {
   {
     auto& times = workers_[w];
     auto t = clock_type::now();
-    part_result const r = sources_[ticket.source]->read_part(ticket.part, rules_, batch);
+    part_result r;
+    try {
+      r = sources_[ticket.source]->read_part(ticket.part, rules_, batch);
+    } catch (error const& e) {
+      if (e.kind() != error_kind::input) { throw; }
+      throw source_error(e, ticket.source);
+    }
     times.read += seconds_since(t);
     if (progress_ != nullptr) { progress_->records.fetch_add(r.filtered.points_in, std::memory_order_relaxed); }
     complete(ticket, r);

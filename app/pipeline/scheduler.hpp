@@ -7,6 +7,7 @@
 // Bounded: a worker asks the sink for batch memory *before* it claims a part, so the earliest
 // undelivered part always has its memory and in-order delivery cannot deadlock on a full ring.
 
+#include "heightgrid/core/error.hpp"
 #include "heightgrid/core/point_filter.hpp"
 #include "heightgrid/core/point_source.hpp"
 
@@ -18,6 +19,17 @@
 #include <vector>
 
 namespace heightgrid::app {
+
+/// An input error raised while reading a part, with the index of the source it came from (a
+/// catalogue job may skip that file and go on: --skip-bad).
+class source_error : public error {
+ public:
+  source_error(error const& e, std::size_t source) : error(e.kind(), e.what()), source_(source) {}
+  [[nodiscard]] std::size_t source() const noexcept { return source_; }
+
+ private:
+  std::size_t source_;
+};
 
 /// The part a worker claimed: part `part` of source `source`.
 struct part_ticket {

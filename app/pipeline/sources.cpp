@@ -59,6 +59,8 @@ class sequential_part_source final : public part_source {
   point_chunk chunk_;
 };
 
+}  // namespace
+
 std::unique_ptr<part_source> open_part_source(std::string const& path, input_options const& options)
 {
   std::size_t const part = options.chunk_points;
@@ -72,7 +74,15 @@ std::unique_ptr<part_source> open_part_source(std::string const& path, input_opt
   return sequential_parts([path, options] { return open_input(path, options); }, part);
 }
 
-}  // namespace
+input_options reader_options(input_selection const& in)
+{
+  auto const format = parse_input_format(in.input_format);
+  expects(format.has_value(), error_kind::usage,
+          "--input-format: '" + in.input_format + "' is not auto, las, text, raster or vector");
+  input_options reader = in.reader;
+  reader.format = *format;
+  return reader;
+}
 
 std::unique_ptr<part_source> sequential_parts(std::function<std::unique_ptr<point_source>()> open,
                                               std::size_t part_points, std::optional<bounds> declared)
@@ -107,7 +117,7 @@ std::uint64_t guess_points(input_selection const& in, std::vector<std::string> c
 }
 
 opened_sources open_sources(input_selection const& in, std::vector<std::string> paths,
-                            std::optional<double> cell_size_hint, unsigned threads)
+                            std::optional<double> cell_size_hint, unsigned threads, bool keep_going)
 {
   opened_sources out;
   // A negative value wraps to a huge size_t; past 2^28 points (6 GiB of x, y, z) a part is no
@@ -121,11 +131,7 @@ opened_sources open_sources(input_selection const& in, std::vector<std::string> 
     out.sources.push_back(synthetic_parts(*out.synth, in.reader.chunk_points));
     return out;
   }
-  auto const format = parse_input_format(in.input_format);
-  expects(format.has_value(), error_kind::usage,
-          "--input-format: '" + in.input_format + "' is not auto, las, text, raster or vector");
-  input_options reader = in.reader;
-  reader.format = *format;
+  input_options const reader = reader_options(in);
   out.paths = std::move(paths);
   out.sources.resize(out.paths.size());
   // Headers of thousands of tiles: opened on several threads; the first failure (in input order)
@@ -146,6 +152,27 @@ opened_sources open_sources(input_selection const& in, std::vector<std::string> 
   for (unsigned t = 1; t < n; ++t) { pool.emplace_back(work); }
   work();
   for (auto& t : pool) { t.join(); }
+  if (keep_going) {
+    // Inputs that fail to open are left out and listed (--skip-bad); other errors still stop.
+    std::vector<std::unique_ptr<part_source>> kept;
+    std::vector<std::string> kept_paths;
+    for (std::size_t i = 0; i < failures.size(); ++i) {
+      if (failures[i]) {
+        try {
+          std::rethrow_exception(failures[i]);
+        } catch (error const& e) {
+          if (e.kind() != error_kind::input) { throw; }
+          out.failed.push_back({out.paths[i], e.what()});
+        }
+        continue;
+      }
+      kept.push_back(std::move(out.sources[i]));
+      kept_paths.push_back(out.paths[i]);
+    }
+    out.sources = std::move(kept);
+    out.paths = std::move(kept_paths);
+    return out;
+  }
   for (auto const& f : failures) {
     if (f) { std::rethrow_exception(f); }
   }

@@ -54,7 +54,7 @@ void check_cells(grid_spec const& g)
 
 }  // namespace
 
-grid_spec grid_from_bounds(bounds const& b, double xres, double yres)
+grid_spec grid_from_bounds(bounds const& b, double xres, double yres, bool tiled)
 {
   check_resolution(xres, yres);
   expects(!b.empty(), error_kind::input, "no points to grid: the input is empty after filtering");
@@ -81,11 +81,12 @@ grid_spec grid_from_bounds(bounds const& b, double xres, double yres)
   double const rows = std::floor((g.y0 - b.ymin) / yres) + 1.0;
   g.cols = checked_size(cols, "columns", b.xmax - g.x0, xres);
   g.rows = checked_size(rows, "rows", g.y0 - b.ymin, yres);
-  check_cells(g);
+  if (!tiled) { check_cells(g); }
   return g;
 }
 
-grid_spec grid_from_extent(double xmin, double ymin, double xmax, double ymax, double xres, double yres)
+grid_spec grid_from_extent(double xmin, double ymin, double xmax, double ymax, double xres, double yres,
+                           bool tiled)
 {
   check_resolution(xres, yres);
   std::ostringstream msg;
@@ -101,8 +102,50 @@ grid_spec grid_from_extent(double xmin, double ymin, double xmax, double ymax, d
   g.yres = yres;
   g.cols = checked_size(std::max(1.0, std::floor((xmax - xmin) / xres + 0.5)), "columns", xmax - xmin, xres);
   g.rows = checked_size(std::max(1.0, std::floor((ymax - ymin) / yres + 0.5)), "rows", ymax - ymin, yres);
-  check_cells(g);
+  if (!tiled) { check_cells(g); }
   return g;
+}
+
+grid_spec tiling::tile(std::uint32_t tx, std::uint32_t ty) const noexcept
+{
+  grid_spec t = grid;
+  t.col0 = tx * tile_cols;
+  t.row0 = ty * tile_rows;
+  t.cols = std::min(tile_cols, grid.cols - t.col0);
+  t.rows = std::min(tile_rows, grid.rows - t.row0);
+  return t;
+}
+
+bool tiling::tiles_meeting(bounds const& b, std::uint32_t margin, std::uint32_t& tx_first, std::uint32_t& tx_last,
+                           std::uint32_t& ty_first, std::uint32_t& ty_last) const noexcept
+{
+  if (b.empty()) { return false; }
+  // Columns and rows under the cell rule, as doubles (bounds may lie far outside the grid).
+  double const m = static_cast<double>(margin);
+  double const c_lo = std::floor((b.xmin - grid.x0) / grid.xres) - m;
+  double const c_hi = std::floor((b.xmax - grid.x0) / grid.xres) + m;
+  double const r_lo = std::floor((grid.y0 - b.ymax) / grid.yres) - m;
+  double const r_hi = std::floor((grid.y0 - b.ymin) / grid.yres) + m;
+  double const cols = static_cast<double>(grid.cols);
+  double const rows = static_cast<double>(grid.rows);
+  if (!(c_hi >= 0.0 && c_lo < cols && r_hi >= 0.0 && r_lo < rows)) { return false; }
+  auto const clamp = [](double v, double hi) { return static_cast<std::uint32_t>(std::min(std::max(v, 0.0), hi - 1.0)); };
+  tx_first = clamp(c_lo, cols) / tile_cols;
+  tx_last = clamp(c_hi, cols) / tile_cols;
+  ty_first = clamp(r_lo, rows) / tile_rows;
+  ty_last = clamp(r_hi, rows) / tile_rows;
+  return true;
+}
+
+tiling make_tiling(grid_spec const& grid, std::uint32_t tile_cols, std::uint32_t tile_rows)
+{
+  expects(tile_cols > 0 && tile_rows > 0, error_kind::usage, "--tile-size: a tile must be at least one cell");
+  tiling t{grid, std::min(tile_cols, std::max(grid.cols, 1u)), std::min(tile_rows, std::max(grid.rows, 1u))};
+  std::ostringstream msg;
+  msg << "a tile of " << t.tile_cols << " x " << t.tile_rows << " cells is more than the " << max_cells
+      << " cells heightgrid bins at once; choose a smaller --tile-size";
+  expects(std::uint64_t{t.tile_cols} * t.tile_rows <= max_cells, error_kind::resource, msg.str());
+  return t;
 }
 
 }  // namespace heightgrid

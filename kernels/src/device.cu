@@ -175,6 +175,17 @@ bool gpu_available(std::string* reason) noexcept
   return a.ok;
 }
 
+int gpu_count() noexcept
+{
+  if (!gpu_available()) { return 0; }
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
 gpu_device_info query_device()
 {
   detail::require_device();

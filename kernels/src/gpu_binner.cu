@@ -51,6 +51,7 @@ constexpr std::size_t timing_ring = 64;
 }  // namespace
 
 struct gpu_binner::impl {
+  int device{-1};
   grid_band band;
   gpu_binner_options options;
   cudaStream_t copy{nullptr};
@@ -102,8 +103,16 @@ struct gpu_binner::impl {
     t.pending = false;
   }
 
+  /// Selects the binner's device on the calling thread (the runtime's current device is per thread).
+  void use_device() const
+  {
+    if (device >= 0) { CUDA_TRY(cudaSetDevice(device)); }
+  }
+
   ~impl()
   {
+    // The buffers are freed on their own device.
+    if (device >= 0) { (void)cudaSetDevice(device); }
     // Everything queued must finish before the buffers are freed and the streams destroyed.
     if (copy != nullptr) { (void)cudaStreamSynchronize(copy); }
     if (compute != nullptr) { (void)cudaStreamSynchronize(compute); }
@@ -188,9 +197,17 @@ gpu_binner::gpu_binner(grid_band const& band, gpu_binner_options const& o)
           "the atomic batch reduction keeps min, max and count only; mean and stddev need the sorted one");
   EXPECTS(o.reduction == batch_reduction::atomic || mode_reduces_csr(o.mode), error_kind::usage,
           "the sorted batch reduction needs a mode that reduces a CSR, not " + std::string(mode_name(o.mode)));
+  if (o.device >= 0) {
+    int count = 0;
+    CUDA_TRY(cudaGetDeviceCount(&count));
+    EXPECTS(o.device < count, error_kind::usage,
+            "GPU " + std::to_string(o.device) + " asked for, but this machine has " + std::to_string(count));
+    CUDA_TRY(cudaSetDevice(o.device));
+  }
   detail::require_device();
   impl_ = std::make_unique<impl>();
   auto& s = *impl_;
+  s.device = o.device;
   s.band = band;
   s.options = o;
   s.options.device_batches = std::max(1, o.device_batches);
@@ -240,6 +257,7 @@ grid_band const& gpu_binner::band() const noexcept { return impl_->band; }
 
 void gpu_binner::register_host_memory(void* p, std::size_t bytes)
 {
+  impl_->use_device();
   if (bytes == 0) { return; }
   CUDA_TRY_ALLOC(cudaHostRegister(p, bytes, cudaHostRegisterPortable), bytes, detail::memory_space::pinned_host);
   impl_->registered.push_back(p);
@@ -247,6 +265,7 @@ void gpu_binner::register_host_memory(void* p, std::size_t bytes)
 
 void gpu_binner::submit(point_batch const& b, std::function<void()> released)
 {
+  impl_->use_device();
   auto& s = *impl_;
   bool handed_over = false;  // once the callback is queued, it releases the host memory
   try {
@@ -302,6 +321,7 @@ void gpu_binner::submit(point_batch const& b, std::function<void()> released)
 
 void gpu_binner::synchronize()
 {
+  impl_->use_device();
   auto& s = *impl_;
   CUDA_TRY(cudaStreamSynchronize(s.copy));
   CUDA_TRY(cudaStreamSynchronize(s.compute));
@@ -310,6 +330,7 @@ void gpu_binner::synchronize()
 
 std::uint64_t gpu_binner::points_outside()
 {
+  impl_->use_device();
   detail::batch_counters c{};
   CUDA_TRY(cudaMemcpyAsync(&c, impl_->counters.data(), sizeof c, cudaMemcpyDeviceToHost, impl_->compute));
   CUDA_TRY(cudaStreamSynchronize(impl_->compute));
@@ -318,6 +339,7 @@ std::uint64_t gpu_binner::points_outside()
 
 std::uint64_t gpu_binner::points_binned()
 {
+  impl_->use_device();
   detail::batch_counters c{};
   CUDA_TRY(cudaMemcpyAsync(&c, impl_->counters.data(), sizeof c, cudaMemcpyDeviceToHost, impl_->compute));
   CUDA_TRY(cudaStreamSynchronize(impl_->compute));
@@ -327,6 +349,7 @@ std::uint64_t gpu_binner::points_binned()
 cell_results gpu_binner::finalize_rows(std::uint32_t row0, std::uint32_t rows, std::uint32_t cols,
                                        metric_request const& request, float nodata)
 {
+  impl_->use_device();
   auto& s = *impl_;
   EXPECTS(std::uint64_t{row0} + rows <= s.band.rows && cols <= s.band.grid.cols, error_kind::internal,
           "gpu_binner::finalize_rows: window outside the band");
@@ -367,6 +390,7 @@ cell_results gpu_binner::finalize_rows(std::uint32_t row0, std::uint32_t rows, s
 void gpu_binner::download_extremes(std::uint32_t row0, std::uint32_t rows, std::uint64_t* lo, std::uint64_t* hi,
                                    std::uint32_t* count)
 {
+  impl_->use_device();
   auto& s = *impl_;
   EXPECTS(std::uint64_t{row0} + rows <= s.band.rows, error_kind::internal,
           "gpu_binner::download_extremes: window outside the band");
@@ -381,6 +405,7 @@ void gpu_binner::download_extremes(std::uint32_t row0, std::uint32_t rows, std::
 
 std::uint64_t gpu_binner::total_count()
 {
+  impl_->use_device();
   auto& s = *impl_;
   detail::device_buffer<unsigned long long> total(1, s.compute);
   total.fill_bytes(0, s.compute);
@@ -399,6 +424,7 @@ std::uint64_t gpu_binner::total_count()
 
 std::uint32_t gpu_binner::max_count()
 {
+  impl_->use_device();
   auto& s = *impl_;
   detail::device_buffer<unsigned int> largest(1, s.compute);
   largest.fill_bytes(0, s.compute);
@@ -417,6 +443,7 @@ std::uint32_t gpu_binner::max_count()
 
 void gpu_binner::reset(grid_band const& band)
 {
+  impl_->use_device();
   auto& s = *impl_;
   synchronize();
   cudaStream_t const st = s.compute;
@@ -439,14 +466,22 @@ void gpu_binner::reset(grid_band const& band)
 
 gpu_binner_times gpu_binner::times()
 {
+  impl_->use_device();
   for (auto& t : impl_->timing) { impl_->collect(t); }
   return impl_->totals;
 }
 
-bool start_gpu(std::string* reason) noexcept
+bool start_gpu(std::string* reason, int device) noexcept
 {
   if (!gpu_available(reason)) { return false; }
   try {
+    if (device >= 0) {
+      int count = 0;
+      CUDA_TRY(cudaGetDeviceCount(&count));
+      EXPECTS(device < count, error_kind::usage,
+              "GPU " + std::to_string(device) + " asked for, but this machine has " + std::to_string(count));
+      CUDA_TRY(cudaSetDevice(device));
+    }
     detail::require_device();
     return true;
   } catch (std::exception const& e) {

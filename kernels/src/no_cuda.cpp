@@ -139,6 +139,8 @@ grid_band const& gpu_binner::band() const noexcept
   return none;
 }
 
-bool start_gpu(std::string* reason) noexcept { return gpu_available(reason); }
+int gpu_count() noexcept { return 0; }
+
+bool start_gpu(std::string* reason, int) noexcept { return gpu_available(reason); }
 
 }  // namespace heightgrid

@@ -290,7 +290,7 @@ class memory_output final : public grid_output {
     append(bands.mean, w.mean);
     append(bands.stddev, w.stddev);
   }
-  void commit() override { committed = true; }
+  void commit(std::uint64_t) override { committed = true; }
 
   grid_spec grid{};
   cell_results bands;

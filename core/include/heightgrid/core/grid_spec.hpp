@@ -33,6 +33,12 @@ struct grid_spec {
   double yres{1.0};
   std::uint32_t cols{0};
   std::uint32_t rows{0};
+  /// A tile of a larger grid: this grid's cells are columns [col0, col0 + cols) and rows
+  /// [row0, row0 + rows) of the grid whose top-left corner is (x0, y0). The cell rule stays the
+  /// larger grid's (its column minus col0, exact in double), so a tile's cells are bit-identical to
+  /// the same cells of the whole grid. 0 for a grid of its own.
+  std::uint32_t col0{0};
+  std::uint32_t row0{0};
 
   [[nodiscard]] std::uint64_t num_cells() const noexcept
   {
@@ -43,7 +49,7 @@ struct grid_spec {
   /// North-up, so the rotation terms are 0 and gt[5] is the negative cell height.
   [[nodiscard]] std::array<double, 6> geotransform() const noexcept
   {
-    return {x0, xres, 0.0, y0, 0.0, -yres};
+    return {x0 + static_cast<double>(col0) * xres, xres, 0.0, y0 - static_cast<double>(row0) * yres, 0.0, -yres};
   }
 
   /// The cell of (x, y): col = floor((x - x0) / xres), row = floor((y0 - y) / yres), evaluated in
@@ -52,8 +58,8 @@ struct grid_spec {
   /// Returns no_cell for points outside the grid and for NaN/Inf coordinates.
   HG_HOST_DEVICE [[nodiscard]] cell_id cell_of(double x, double y) const noexcept
   {
-    double const c = ::floor((x - x0) / xres);
-    double const r = ::floor((y0 - y) / yres);
+    double const c = ::floor((x - x0) / xres) - static_cast<double>(col0);
+    double const r = ::floor((y0 - y) / yres) - static_cast<double>(row0);
     // Written so that NaN compares false and lands in no_cell.
     if (!(c >= 0.0 && c < static_cast<double>(cols) && r >= 0.0 && r < static_cast<double>(rows))) {
       return no_cell;
@@ -103,11 +109,35 @@ struct bounds {
 /// (like `gdal -tap`), so that tiles gridded in separate runs line up. Every point inside `b`
 /// gets a cell: cols = floor((xmax - x0) / xres) + 1, rows = floor((y0 - ymin) / yres) + 1.
 /// Throws error_kind::usage for a non-positive/non-finite resolution, error_kind::input for empty
-/// bounds, and error_kind::resource when the grid would exceed max_cells.
-grid_spec grid_from_bounds(bounds const& b, double xres, double yres);
+/// bounds, and error_kind::resource when the grid would exceed max_cells (unless `tiled`: a grid
+/// that is only ever binned tile by tile may hold more cells than one accumulator can).
+grid_spec grid_from_bounds(bounds const& b, double xres, double yres, bool tiled = false);
 
 /// Grid for an explicit extent (`--te xmin ymin xmax ymax`), as GDAL sizes it:
 /// cols = floor((xmax - xmin) / xres + 0.5), at least 1. Points outside are dropped.
-grid_spec grid_from_extent(double xmin, double ymin, double xmax, double ymax, double xres, double yres);
+grid_spec grid_from_extent(double xmin, double ymin, double xmax, double ymax, double xres, double yres,
+                           bool tiled = false);
+
+/// A grid cut into tiles of tile_cols x tile_rows cells (the last column and row of tiles cropped):
+/// tile (tx, ty) is a grid_spec with col0/row0 set, so its cells are the whole grid's, bit for bit.
+struct tiling {
+  grid_spec grid;  ///< the whole grid (col0 = row0 = 0); may exceed max_cells
+  std::uint32_t tile_cols{0};
+  std::uint32_t tile_rows{0};
+
+  [[nodiscard]] std::uint32_t tiles_x() const noexcept { return (grid.cols + tile_cols - 1) / tile_cols; }
+  [[nodiscard]] std::uint32_t tiles_y() const noexcept { return (grid.rows + tile_rows - 1) / tile_rows; }
+  [[nodiscard]] std::uint64_t count() const noexcept { return std::uint64_t{tiles_x()} * tiles_y(); }
+  /// Tile (tx, ty): tx counts columns of tiles from the west, ty rows of tiles from the north.
+  [[nodiscard]] grid_spec tile(std::uint32_t tx, std::uint32_t ty) const noexcept;
+  /// The tiles whose cells `b` meets under the cell rule, widened by `margin` cells on each side,
+  /// as [tx_first, tx_last] x [ty_first, ty_last]; false when none does.
+  [[nodiscard]] bool tiles_meeting(bounds const& b, std::uint32_t margin, std::uint32_t& tx_first,
+                                   std::uint32_t& tx_last, std::uint32_t& ty_first, std::uint32_t& ty_last) const noexcept;
+};
+
+/// Cuts `grid` into tiles of `tile_cols` x `tile_rows` cells. Throws error_kind::usage for a zero
+/// tile size and error_kind::resource when a tile exceeds max_cells.
+tiling make_tiling(grid_spec const& grid, std::uint32_t tile_cols, std::uint32_t tile_rows);
 
 }  // namespace heightgrid

@@ -18,6 +18,10 @@ namespace heightgrid {
 /// Never throws. The answer is computed once per process.
 [[nodiscard]] bool gpu_available(std::string* reason = nullptr) noexcept;
 
+/// How many CUDA devices this process sees (CUDA_VISIBLE_DEVICES applies); 0 when gpu_available()
+/// is false. Never throws.
+[[nodiscard]] int gpu_count() noexcept;
+
 /// The current CUDA device.
 struct gpu_device_info {
   std::string name;

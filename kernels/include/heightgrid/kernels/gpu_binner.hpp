@@ -34,6 +34,7 @@ struct gpu_binner_options {
   batch_reduction reduction{batch_reduction::atomic};
   reduce_mode mode{reduce_mode::hybrid};  ///< the CSR mode of the sorted reduction
   metric_request request;                 ///< decides whether sums (and m2) are kept
+  int device{-1};                         ///< CUDA device ordinal; -1: the creating thread's current device
 };
 
 /// Where the device's time went, summed over batches (CUDA events on each stream).
@@ -45,7 +46,8 @@ struct gpu_binner_times {
   std::uint64_t bytes_uploaded{0};
 };
 
-/// A band of grid accumulators on the current device. Not thread-safe: one thread submits.
+/// A band of grid accumulators on one device (options.device). Not thread-safe: one thread submits.
+/// Every member selects the binner's device on the calling thread first, so any thread may call.
 class gpu_binner {
  public:
   /// Device bytes the binner allocates for `band` with `options` (accumulators, device batches,
@@ -109,7 +111,7 @@ class gpu_binner {
 
 /// Starts CUDA (driver, context, memory pool) on the calling thread and says whether a usable GPU is
 /// there (gpu_available()), so that a background thread can pay the start-up while the inputs are
-/// opened and read. Never throws.
-[[nodiscard]] bool start_gpu(std::string* reason = nullptr) noexcept;
+/// opened and read. `device` >= 0 selects that device on the calling thread first. Never throws.
+[[nodiscard]] bool start_gpu(std::string* reason = nullptr, int device = -1) noexcept;
 
 }  // namespace heightgrid

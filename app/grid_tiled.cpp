@@ -1,0 +1,288 @@
+#include "grid_tiled.hpp"
+
+#include "pipeline/sources.hpp"
+#include "pipeline/tiles.hpp"
+#include "report.hpp"
+
+#include "heightgrid/core/error.hpp"
+#include "heightgrid/core/quote.hpp"
+#include "heightgrid/io/crs.hpp"
+#include "heightgrid/kernels/gpu.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <sstream>
+
+namespace heightgrid::app {
+namespace {
+
+namespace fs = std::filesystem;
+
+std::uint32_t parse_cells(std::string const& text, std::string const& whole)
+{
+  try {
+    std::size_t used = 0;
+    long long const v = std::stoll(text, &used);
+    if (used == text.size() && v >= 1 && v <= 1'000'000) { return static_cast<std::uint32_t>(v); }
+  } catch (std::logic_error const&) {
+  }
+  throw error(error_kind::usage, "--tile-size: '" + whole + "' is not CELLS or COLSxROWS with 1..1000000 cells a side");
+}
+
+/// Tile size in cells from --tile-size CELLS|COLSxROWS or --tile-size-m SIDE.
+std::pair<std::uint32_t, std::uint32_t> tile_cells(grid_options const& o, double xres, double yres)
+{
+  expects(o.tile_size.empty() || !o.tile_size_m, error_kind::usage, "give --tile-size or --tile-size-m, not both");
+  if (!o.tile_size.empty()) {
+    auto const x = o.tile_size.find_first_of("xX");
+    if (x == std::string::npos) {
+      auto const n = parse_cells(o.tile_size, o.tile_size);
+      return {n, n};
+    }
+    return {parse_cells(o.tile_size.substr(0, x), o.tile_size), parse_cells(o.tile_size.substr(x + 1), o.tile_size)};
+  }
+  double const side = *o.tile_size_m;
+  expects(std::isfinite(side) && side > 0.0, error_kind::usage, "--tile-size-m: the tile side must be finite and > 0");
+  auto const cells = [&](double res, char const* axis) {
+    double const n = std::round(side / res);
+    std::ostringstream m;
+    m << "--tile-size-m " << side << " is not a whole number of " << axis << " cells of " << res
+      << " (tiles must hold whole cells; use --tile-size CELLS)";
+    expects(n >= 1.0 && n <= 1e6 && std::abs(n * res - side) <= 1e-9 * side, error_kind::usage, m.str());
+    return static_cast<std::uint32_t>(n);
+  };
+  return {cells(xres, "x"), cells(yres, "y")};
+}
+
+/// Mixes a seed with a tile's index (splitmix64's finaliser): each tile's synthetic points come
+/// from their own stream.
+std::uint64_t tile_seed(std::uint64_t seed, std::uint64_t index) noexcept
+{
+  std::uint64_t z = seed + 0x9e3779b97f4a7c15ULL * (index + 1);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+double overlap(double a0, double a1, double b0, double b1) noexcept { return std::max(0.0, std::min(a1, b1) - std::max(a0, b0)); }
+
+/// The synthetic cloud of a tiled run, made tile by tile: tile k holds the share of the points its
+/// area of the extent has (split so the shares add up to the total), generated from its own seed
+/// inside its own extent, so no tile generates another's points.
+std::vector<std::unique_ptr<part_source>> synthetic_tile(synth_options const& whole, grid_spec const& tile,
+                                                         std::uint64_t index, std::size_t part_points)
+{
+  std::vector<std::unique_ptr<part_source>> out;
+  if (tile.cols == 0) {  // planning: the whole cloud
+    out.push_back(synthetic_parts(whole, part_points));
+    return out;
+  }
+  // The whole grid's tiles in row-major order; the area before tile k in that order.
+  double const W = whole.xmax - whole.xmin;
+  double const H = whole.ymax - whole.ymin;
+  double const tx0 = tile.x0 + static_cast<double>(tile.col0) * tile.xres;
+  double const tx1 = tx0 + static_cast<double>(tile.cols) * tile.xres;
+  double const ty1 = tile.y0 - static_cast<double>(tile.row0) * tile.yres;
+  double const ty0 = ty1 - static_cast<double>(tile.rows) * tile.yres;
+  double const w = overlap(tx0, tx1, whole.xmin, whole.xmax);
+  double const h = overlap(ty0, ty1, whole.ymin, whole.ymax);
+  if (w <= 0.0 || h <= 0.0) { return out; }
+  double const above = overlap(ty1, HUGE_VAL, whole.ymin, whole.ymax);  // rows of tiles north of this one
+  double const left = overlap(-HUGE_VAL, tx0, whole.xmin, whole.xmax);  // tiles west of it, same row
+  long double const total = static_cast<long double>(whole.points);
+  long double const area = static_cast<long double>(W) * H;
+  long double const before = static_cast<long double>(above) * W + static_cast<long double>(h) * left;
+  auto const share = [&](long double a) { return static_cast<std::uint64_t>(std::floor(total * a / area)); };
+  std::uint64_t const first = share(before);
+  std::uint64_t const last = std::min<std::uint64_t>(whole.points, share(before + static_cast<long double>(w) * h));
+  if (last <= first) { return out; }
+  synth_options t = whole;
+  t.points = last - first;
+  t.xmin = std::max(tx0, whole.xmin);
+  t.xmax = std::min(tx1, whole.xmax);
+  t.ymin = std::max(ty0, whole.ymin);
+  t.ymax = std::min(ty1, whole.ymax);
+  t.seed = tile_seed(whole.seed, index);
+  out.push_back(synthetic_parts(t, part_points));
+  return out;
+}
+
+}  // namespace
+
+bool tiled_output_requested(grid_options const& o) noexcept { return !o.tile_size.empty() || o.tile_size_m.has_value(); }
+
+std::vector<int> parse_gpus(std::string const& text)
+{
+  if (text.empty()) { return {}; }
+  int const present = gpu_count();
+  auto const none = [&] {
+    std::string reason;
+    (void)gpu_available(&reason);
+    return error(error_kind::device, "--gpus " + text + ": no usable GPU (" + reason + ")");
+  };
+  std::vector<int> out;
+  if (text == "all") {
+    if (present == 0) { throw none(); }
+    for (int d = 0; d < present; ++d) { out.push_back(d); }
+    return out;
+  }
+  bool const list = text.find(',') != std::string::npos;
+  std::stringstream s(text);
+  std::string item;
+  while (std::getline(s, item, ',')) {
+    int v = -1;
+    try {
+      std::size_t used = 0;
+      v = std::stoi(item, &used);
+      if (used != item.size()) { v = -1; }
+    } catch (std::logic_error const&) {
+      v = -1;
+    }
+    expects(v >= (list ? 0 : 1) && v <= 1024, error_kind::usage,
+            "--gpus: '" + text + "' is not all, a count N or a list of device numbers like 0,1");
+    out.push_back(v);
+  }
+  if (present == 0) { throw none(); }
+  if (!list) {
+    int const n = out.front();
+    expects(n <= present, error_kind::usage,
+            "--gpus " + text + ": this machine has " + std::to_string(present) + " GPU" + (present == 1 ? "" : "s"));
+    out.clear();
+    for (int d = 0; d < n; ++d) { out.push_back(d); }
+    return out;
+  }
+  std::vector<int> seen = out;
+  std::sort(seen.begin(), seen.end());
+  expects(std::adjacent_find(seen.begin(), seen.end()) == seen.end(), error_kind::usage,
+          "--gpus: '" + text + "' names a device twice");
+  expects(seen.back() < present, error_kind::usage,
+          "--gpus " + text + ": device " + std::to_string(seen.back()) + " asked for, but this machine has " +
+            std::to_string(present) + " (devices 0.." + std::to_string(present - 1) + ")");
+  return out;
+}
+
+int run_grid_tiled(grid_options const& o, grid_job_options const& job, std::vector<metric> const& bands,
+                   io::raster_write_options const& write, std::vector<std::string> const& paths)
+{
+  auto const start = std::chrono::steady_clock::now();
+  tiled_job_options t;
+  t.job = job;
+  t.fixed_grid = job.fixed_grid;
+  t.job.fixed_grid.reset();
+  std::tie(t.tile_cols, t.tile_rows) = tile_cells(o, job.xres, job.yres);
+  expects(!(o.resume && o.overwrite), error_kind::usage, "give --resume or --overwrite, not both");
+  t.out_dir = o.output;
+  while (t.out_dir.size() > 1 && t.out_dir.back() == '/') { t.out_dir.pop_back(); }
+  t.name = o.tile_name.empty() ? fs::path(t.out_dir).filename().string() : o.tile_name;
+  expects(!t.name.empty() && t.name != "." && t.name != ".." && t.name.find('/') == std::string::npos,
+          error_kind::usage, "--tile-name: '" + t.name + "' cannot name files (give --tile-name NAME)");
+  t.bands = bands;
+  t.write = write;
+  t.overwrite = o.overwrite;
+  t.resume = o.resume;
+  t.skip_bad = o.skip_bad;
+  t.batch_points = o.in.reader.chunk_points;
+  t.gpus = parse_gpus(o.gpus);
+  expects(t.gpus.empty() || job.device != device_choice::cpu, error_kind::usage, "--gpus cannot be used with --device cpu");
+
+  // The output directory, before any input is read.
+  {
+    std::error_code ec;
+    fs::path const dir(t.out_dir);
+    if (fs::exists(dir, ec)) {
+      expects(fs::is_directory(dir, ec), error_kind::output,
+              t.out_dir + ": exists and is not a directory (with --tile-size, -o names a directory)");
+      expects(o.resume || o.overwrite || fs::directory_iterator(dir, ec) == fs::directory_iterator(), error_kind::output,
+              t.out_dir + ": output directory exists; use --overwrite to replace its tiles or --resume to continue");
+    } else {
+      expects(!o.resume, error_kind::output, t.out_dir + ": no earlier tiled run to resume (the directory does not exist)");
+    }
+  }
+
+  // The catalogue: every input's header (bounds, point count, CRS), opened once.
+  std::vector<catalogue_entry> catalogue;
+  tile_source_opener open;
+  std::vector<skipped_input> unopened;
+  input_options const reader = o.in.synth.empty() ? reader_options(o.in) : o.in.reader;
+  std::string crs = write.crs_wkt;
+  if (!o.in.synth.empty()) {
+    auto opened = open_sources(o.in, {}, job.xres == job.yres ? std::optional<double>(job.xres) : std::nullopt, job.threads);
+    synth_options const whole = *opened.synth;
+    catalogue.push_back({opened.sources.front()->info().path, opened.sources.front()->declared_bounds(), whole.points});
+    std::size_t const part = o.in.reader.chunk_points;
+    open = [whole, part](grid_spec const& tile, std::uint64_t index, std::vector<std::size_t> const&) {
+      return synthetic_tile(whole, tile, index, part);
+    };
+  } else {
+    auto opened = open_sources(o.in, paths, std::nullopt, job.threads, o.skip_bad);
+    for (auto const& [path, why] : opened.failed) { unopened.push_back({path, why}); }
+    std::string first_crs_path;
+    std::string first_crs;
+    for (std::size_t i = 0; i < opened.sources.size(); ++i) {
+      auto const& info = opened.sources[i]->info();
+      for (auto const& note : info.notes) { spdlog::warn("{}", printable(note)); }
+      catalogue.push_back({opened.paths[i], opened.sources[i]->declared_bounds(), info.point_count.value_or(0)});
+      if (info.crs_wkt.empty()) { continue; }
+      if (first_crs.empty()) {
+        first_crs = info.crs_wkt;
+        first_crs_path = info.path;
+      } else if (!io::same_crs(info.crs_wkt, first_crs)) {
+        throw error(error_kind::input, info.path + ": CRS " + io::crs_name(info.crs_wkt) + " differs from " +
+                                         first_crs_path + "'s (" + io::crs_name(first_crs) +
+                                         "); a tiled job needs one CRS (points are not reprojected)");
+      }
+    }
+    if (crs.empty()) { crs = first_crs; }
+    std::vector<std::string> const files = opened.paths;
+    open = [files, reader](grid_spec const&, std::uint64_t, std::vector<std::size_t> const& which) {
+      std::vector<std::unique_ptr<part_source>> out;
+      for (auto const i : which) { out.push_back(open_part_source(files.at(i), reader)); }
+      return out;
+    };
+    if (catalogue.empty()) {
+      throw error(error_kind::input, "every input failed to open; the first: " + unopened.front().path + ": " +
+                                       printable(unopened.front().reason));
+    }
+  }
+  t.write.crs_wkt = crs;
+  if (crs.empty()) { spdlog::warn("the input has no CRS and none was given with --a_srs; the tiles will have none"); }
+
+  // Where the tiles are gridded: --gpus, else the job's device choice (auto: the GPU when the whole
+  // catalogue is big enough; its stage then serves every tile).
+  if (t.gpus.empty() && job.device == device_choice::automatic) {
+    std::uint64_t points = 0;
+    for (auto const& e : catalogue) { points += e.points; }
+    t.job.device = points > 0 && auto_wants_gpu(points, job.request) && gpu_available() ? device_choice::gpu
+                                                                                          : device_choice::cpu;
+  }
+
+  auto r = run_tiled_job(catalogue, open, t);
+  for (auto const& s : unopened) { r.skipped.insert(r.skipped.begin(), s); }
+  for (auto const& w : r.warnings) { spdlog::warn("{}", printable(w)); }
+  double const total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::ostringstream workers;
+  for (std::size_t i = 0; i < r.workers.size(); ++i) {
+    workers << (i ? "; " : "") << r.workers[i] << ": " << r.worker_tiles[i] << " tiles, busy "
+            << human_seconds(r.worker_busy_s[i]) << " (" << static_cast<int>(100.0 * r.worker_busy_s[i] / std::max(total_s, 1e-9))
+            << " %)";
+  }
+  spdlog::info("{} x {} tiles of {} x {} cells over a grid of {} x {}: {} written, {} empty, {} resumed, {} gridded "
+               "again; {} records read, {} points in {} cells; {}; total {} ({:.1f} M points/s); wrote {}",
+               r.layout.tiles_x(), r.layout.tiles_y(), r.layout.tile_cols, r.layout.tile_rows, r.layout.grid.cols,
+               r.layout.grid.rows, r.tiles_written, r.tiles_empty, r.tiles_resumed, r.tiles_redone, with_commas(r.records),
+               with_commas(r.binned), with_commas(r.non_empty), workers.str(), human_seconds(total_s),
+               static_cast<double>(r.records) / std::max(total_s, 1e-9) / 1e6, r.vrt);
+  if (!r.skipped.empty()) {
+    for (auto const& s : r.skipped) { spdlog::warn("skipped {}: {}", s.path, printable(s.reason)); }
+    spdlog::warn("{} input{} skipped (--skip-bad); exit code {}", r.skipped.size(), r.skipped.size() == 1 ? "" : "s",
+                 exit_skipped_inputs);
+    return exit_skipped_inputs;
+  }
+  return 0;
+}
+
+}  // namespace heightgrid::app

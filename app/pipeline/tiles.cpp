@@ -1,0 +1,653 @@
+#include "pipeline/tiles.hpp"
+
+#include "pipeline/tile_work.hpp"
+#include "report.hpp"
+
+#include "heightgrid/core/error.hpp"
+#include "heightgrid/io/vrt_writer.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+namespace heightgrid::app {
+namespace {
+
+namespace fs = std::filesystem;
+using clock_type = std::chrono::steady_clock;
+
+constexpr char const* manifest_name = ".heightgrid-tiles";
+constexpr char const* log_name = ".heightgrid-tiles.log";
+
+/// FNV-1a, 64 bits: a stable fingerprint of the inputs' names for the manifest.
+std::uint64_t fnv1a(std::string const& text, std::uint64_t h = 0xcbf29ce484222325ULL)
+{
+  for (unsigned char const c : text) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+std::string digits(double v)
+{
+  char buffer[40];
+  std::snprintf(buffer, sizeof buffer, "%.17g", v);
+  return buffer;
+}
+
+/// What makes two tiled runs the same job: a --resume must continue the same one.
+std::string manifest_text(tiling const& layout, std::vector<catalogue_entry> const& catalogue, tiled_job_options const& o)
+{
+  std::ostringstream m;
+  auto const& g = layout.grid;
+  m << "heightgrid tiled output 1\n";
+  m << "grid " << digits(g.x0) << ' ' << digits(g.y0) << ' ' << digits(g.xres) << ' ' << digits(g.yres) << ' ' << g.cols
+    << ' ' << g.rows << '\n';
+  m << "tile " << layout.tile_cols << ' ' << layout.tile_rows << '\n';
+  m << "name " << o.name << '\n';
+  m << "bands";
+  for (auto const b : o.bands) { m << ' ' << metric_name(b); }
+  m << "\nnodata " << digits(o.write.nodata) << '\n';
+  m << "format " << o.write.format;
+  for (auto const& c : o.write.creation_options) { m << ' ' << c; }
+  std::uint64_t h = fnv1a(o.write.crs_wkt);
+  m << "\ncrs " << std::hex << h << std::dec << '\n';
+  h = 0xcbf29ce484222325ULL;
+  for (auto const& e : catalogue) { h = fnv1a(e.path + '\n', h); }
+  m << "inputs " << catalogue.size() << ' ' << std::hex << h << std::dec << '\n';
+  return m.str();
+}
+
+std::string read_file_text(fs::path const& p)
+{
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+bool directory_is_empty(fs::path const& p)
+{
+  std::error_code ec;
+  return fs::directory_iterator(p, ec) == fs::directory_iterator();
+}
+
+bool within(bounds const& inner, bounds const& outer) noexcept
+{
+  return inner.empty() ||
+         (inner.xmin >= outer.xmin && inner.xmax <= outer.xmax && inner.ymin >= outer.ymin && inner.ymax <= outer.ymax);
+}
+
+/// Whether `b` reaches past the grid's cells under the cell rule.
+bool beyond_grid(grid_spec const& g, bounds const& b)
+{
+  double const c_lo = std::floor((b.xmin - g.x0) / g.xres);
+  double const c_hi = std::floor((b.xmax - g.x0) / g.xres);
+  double const r_lo = std::floor((g.y0 - b.ymax) / g.yres);
+  double const r_hi = std::floor((g.y0 - b.ymin) / g.yres);
+  return c_lo < 0.0 || r_lo < 0.0 || c_hi >= static_cast<double>(g.cols) || r_hi >= static_cast<double>(g.rows);
+}
+
+}  // namespace
+
+// ---- tile_coordinator -------------------------------------------------------------------------
+
+tile_coordinator::tile_coordinator(tiling layout, std::vector<catalogue_entry> const& catalogue,
+                                   tiled_job_options const& o)
+  : layout_(std::move(layout)), catalogue_(catalogue), o_(o), bad_(catalogue.size(), false)
+{
+  // Every input goes to the tiles its header bounds meet, widened by a cell: a header's bounds are
+  // rounded from the points' and may miss the last one by an ulp.
+  for (std::size_t s = 0; s < catalogue_.size(); ++s) {
+    auto const& d = catalogue_[s].declared;
+    if (!d || d->empty()) {
+      for (std::uint64_t t = 0; t < layout_.count(); ++t) { tiles_[t].sources.push_back(s); }
+      continue;
+    }
+    std::uint32_t tx0 = 0, tx1 = 0, ty0 = 0, ty1 = 0;
+    if (!layout_.tiles_meeting(*d, 1, tx0, tx1, ty0, ty1)) { continue; }
+    for (std::uint32_t ty = ty0; ty <= ty1; ++ty) {
+      for (std::uint32_t tx = tx0; tx <= tx1; ++tx) {
+        tiles_[std::uint64_t{ty} * layout_.tiles_x() + tx].sources.push_back(s);
+      }
+    }
+  }
+  for (auto& [index, tile] : tiles_) {
+    tile.state = tile_state::pending;
+    queue_.push_back(index);
+  }
+  planned_ = tiles_.size();
+}
+
+void tile_coordinator::mark_done_earlier(std::uint64_t index, bool written)
+{
+  auto it = tiles_.find(index);
+  if (it == tiles_.end()) { return; }
+  it->second.state = tile_state::done;
+  it->second.written = written;
+  ++resumed_;
+  queue_.erase(std::remove(queue_.begin(), queue_.end(), index), queue_.end());
+}
+
+std::optional<tile_task> tile_coordinator::next()
+{
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (fatal_ || replan_) { return std::nullopt; }
+  while (!queue_.empty()) {
+    std::uint64_t const index = queue_.front();
+    queue_.pop_front();
+    auto& t = tiles_.at(index);
+    if (t.state != tile_state::pending) { continue; }
+    std::vector<std::size_t> sources;
+    for (auto const s : t.sources) {
+      if (!bad_[s]) { sources.push_back(s); }
+    }
+    if (sources.empty()) {  // every input it had was skipped (--skip-bad)
+      t.state = tile_state::done;
+      ++empty_;
+      continue;
+    }
+    t.state = tile_state::running;
+    t.dirty = false;
+    ++running_;
+    return tile_task{index, std::move(sources)};
+  }
+  return std::nullopt;
+}
+
+bool tile_coordinator::finished() const
+{
+  std::lock_guard<std::mutex> lock(mutex_);
+  return running_ == 0 && (fatal_ || replan_ || queue_.empty());
+}
+
+bool tile_coordinator::idle_worker_may_get_work() const
+{
+  std::lock_guard<std::mutex> lock(mutex_);
+  return !fatal_ && !replan_ && running_ > 0;
+}
+
+void tile_coordinator::requeue(std::uint64_t index, std::vector<std::string>& log_lines)
+{
+  auto& t = tiles_.at(index);
+  if (t.state == tile_state::running) {
+    t.dirty = true;
+    return;
+  }
+  if (t.state == tile_state::done) {
+    ++redone_;
+    log_lines.push_back(std::to_string(index) + " pending");
+  }
+  if (t.state != tile_state::pending || std::find(queue_.begin(), queue_.end(), index) == queue_.end()) {
+    t.state = tile_state::pending;
+    queue_.push_back(index);
+  }
+}
+
+std::vector<std::string> tile_coordinator::complete(tile_task const& task, tile_outcome const& r)
+{
+  std::vector<std::string> log_lines;
+  std::lock_guard<std::mutex> lock(mutex_);
+  --running_;
+  auto& t = tiles_.at(task.index);
+  for (auto const& w : r.warnings) { warnings_.push_back(w); }
+  switch (r.status) {
+    case tile_outcome::kind::failed:
+      if (!fatal_) { fatal_ = error(r.error, r.message); }
+      t.state = tile_state::pending;
+      return log_lines;
+    case tile_outcome::kind::bad_input: {
+      if (!bad_[r.bad]) {
+        bad_[r.bad] = true;
+        skipped_.push_back({catalogue_[r.bad].path, r.message});
+      }
+      t.state = tile_state::pending;
+      queue_.push_front(task.index);
+      return log_lines;
+    }
+    case tile_outcome::kind::written:
+    case tile_outcome::kind::empty: break;
+  }
+  records_ += r.records;
+  binned_ += r.binned;
+  non_empty_ += r.non_empty;
+  if (t.written && r.status == tile_outcome::kind::written) {
+    // Gridded again (an input reached it late): the totals count it once.
+    binned_ -= t.binned;
+    non_empty_ -= t.non_empty;
+  }
+  t.written = r.status == tile_outcome::kind::written;
+  t.binned = r.binned;
+  t.non_empty = r.non_empty;
+  t.state = tile_state::done;
+  (t.written ? written_ : empty_) += 1;
+  log_lines.push_back(std::to_string(task.index) + (t.written ? " written" : " empty"));
+  // Inputs whose points reached past their header's bounds: the tiles those points reach get them.
+  for (auto const& [s, extent] : r.extents) {
+    auto const& d = catalogue_[s].declared;
+    if (extent.empty() || !d || d->empty() || within(extent, *d)) { continue; }
+    if (!o_.fixed_grid && beyond_grid(layout_.grid, extent)) {
+      replan_ = true;
+      replan_bounds_.extend(extent);
+      warnings_.push_back(catalogue_[s].path + ": points lie outside the bounds its header declares and outside the "
+                                               "grid planned from the headers; planning the grid again from them");
+      continue;
+    }
+    std::uint32_t tx0 = 0, tx1 = 0, ty0 = 0, ty1 = 0;
+    if (!layout_.tiles_meeting(extent, 0, tx0, tx1, ty0, ty1)) { continue; }
+    bool added = false;
+    for (std::uint32_t ty = ty0; ty <= ty1; ++ty) {
+      for (std::uint32_t tx = tx0; tx <= tx1; ++tx) {
+        std::uint64_t const index = std::uint64_t{ty} * layout_.tiles_x() + tx;
+        bool const is_new = tiles_.find(index) == tiles_.end();  // a tile no header met
+        auto& other = tiles_[index];
+        if (std::find(other.sources.begin(), other.sources.end(), s) != other.sources.end()) { continue; }
+        other.sources.insert(std::upper_bound(other.sources.begin(), other.sources.end(), s), s);
+        if (is_new) {
+          other.state = tile_state::pending;
+          queue_.push_back(index);
+          ++planned_;
+        } else {
+          requeue(index, log_lines);
+        }
+        added = true;
+      }
+    }
+    if (added) {
+      warnings_.push_back(catalogue_[s].path + ": points lie outside the bounds its header declares; the tiles they "
+                                               "reach were gridded with it too");
+    }
+  }
+  if (t.dirty) { requeue(task.index, log_lines); }
+  return log_lines;
+}
+
+void tile_coordinator::fail(error const& e)
+{
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!fatal_) { fatal_ = e; }
+}
+
+std::vector<std::uint64_t> tile_coordinator::written_tiles() const
+{
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::uint64_t> out;
+  for (auto const& [index, t] : tiles_) {
+    if (t.state == tile_state::done && t.written) { out.push_back(index); }
+  }
+  return out;
+}
+
+// ---- tile_worker --------------------------------------------------------------------------------
+
+namespace {
+
+/// A tile's GeoTIFF: streamed like a single run's, not kept when the tile holds no point.
+class tile_output final : public grid_output {
+ public:
+  tile_output(std::string path, std::vector<metric> const& bands, io::raster_write_options const& options)
+    : path_(std::move(path)), bands_(bands), options_(options)
+  {
+  }
+  void begin(grid_spec const& grid, std::uint64_t max_count) override
+  {
+    writer_ = std::make_unique<io::raster_writer>(path_, grid, bands_, options_, max_count);
+  }
+  void write_rows(std::uint32_t row0, std::uint32_t, cell_results const& window) override { writer_->write_rows(row0, window); }
+  void commit(std::uint64_t non_empty_cells) override
+  {
+    if (non_empty_cells == 0) {
+      writer_.reset();  // removes the temporary
+      std::error_code ec;
+      fs::remove(path_, ec);  // a tile of an earlier job (--overwrite) that is empty now
+      return;
+    }
+    writer_->commit();
+    writer_.reset();
+    written_ = true;
+  }
+  [[nodiscard]] bool written() const noexcept { return written_; }
+
+ private:
+  std::string path_;
+  std::vector<metric> const& bands_;
+  io::raster_write_options const& options_;
+  std::unique_ptr<io::raster_writer> writer_;
+  bool written_{false};
+};
+
+}  // namespace
+
+tile_worker::tile_worker(tiled_job_options const& o, tiling const& layout, std::vector<catalogue_entry> const& catalogue,
+                         tile_source_opener const& open, int device, unsigned threads)
+  : o_(o), layout_(layout), catalogue_(catalogue), open_(open), device_(device), threads_(threads)
+{
+}
+
+std::string tile_worker::name() const
+{
+  if (device_ < 0 && gpu_ == nullptr) { return "worker (" + std::to_string(threads_) + " threads)"; }
+  std::string n = device_ >= 0 ? "GPU " + std::to_string(device_) : std::string("GPU");
+  if (!device_name_.empty()) { n += " (" + device_name_ + ")"; }
+  return n + ", " + std::to_string(threads_) + " threads";
+}
+
+tile_outcome tile_worker::run(tile_task const& task)
+{
+  auto const start = clock_type::now();
+  tile_outcome out;
+  auto const tx = static_cast<std::uint32_t>(task.index % layout_.tiles_x());
+  auto const ty = static_cast<std::uint32_t>(task.index / layout_.tiles_x());
+  grid_spec const tile = layout_.tile(tx, ty);
+  std::size_t opening = 0;  // the entry being opened, for a failure while opening
+  try {
+    std::vector<std::unique_ptr<part_source>> sources;
+    for (auto const s : task.sources) {
+      opening = s;
+      auto one = open_(tile, task.index, {s});
+      for (auto& p : one) { sources.push_back(std::move(p)); }
+    }
+    opening = catalogue_.size();
+    grid_job_options job = o_.job;
+    job.fixed_grid = tile;
+    job.threads = threads_;
+    job.progress = false;
+    job.progress_terminal = false;
+    if (device_ >= 0) {
+      job.device = device_choice::gpu;
+      job.gpu_device = device_;
+    }
+    if (job.device == device_choice::gpu && gpu_ == nullptr) {
+      gpu_ = std::make_shared<gpu_stage>(o_.batch_points, std::size_t{threads_} * 2 + 4, device_);
+    }
+    auto write = o_.write;
+    write.overwrite = true;  // the directory is the job's (checked before any tile)
+    tile_output output((fs::path(o_.out_dir) / tile_file_name(o_.name, layout_, tx, ty)).string(), o_.bands, write);
+    auto const r = run_grid_job(sources, job, output, gpu_);
+    out.status = output.written() ? tile_outcome::kind::written : tile_outcome::kind::empty;
+    out.records = r.read.filtered.points_in;
+    out.binned = r.binned;
+    out.non_empty = r.non_empty;
+    for (std::size_t i = 0; i < r.source_extents.size() && i < task.sources.size(); ++i) {
+      out.extents.emplace_back(task.sources[i], r.source_extents[i]);
+    }
+    out.warnings = r.warnings;
+    if (device_name_.empty() && !r.device.empty()) { device_name_ = r.device; }
+  } catch (source_error const& e) {
+    gpu_.reset();  // a stage stopped by a failed job is not reused
+    out.status = o_.skip_bad ? tile_outcome::kind::bad_input : tile_outcome::kind::failed;
+    out.bad = task.sources.at(e.source());
+    out.message = e.what();
+    out.error = e.kind();
+  } catch (error const& e) {
+    gpu_.reset();
+    bool const bad_open = e.kind() == error_kind::input && opening < catalogue_.size();
+    out.status = o_.skip_bad && bad_open ? tile_outcome::kind::bad_input : tile_outcome::kind::failed;
+    out.bad = bad_open ? opening : 0;
+    out.message = e.what();
+    out.error = e.kind();
+  } catch (std::bad_alloc const&) {
+    gpu_.reset();
+    out.status = tile_outcome::kind::failed;
+    out.message = "out of host memory while gridding tile " + tile_file_name(o_.name, layout_, tx, ty);
+    out.error = error_kind::resource;
+  } catch (std::exception const& e) {
+    gpu_.reset();
+    out.status = tile_outcome::kind::failed;
+    out.message = e.what();
+    out.error = error_kind::internal;
+  }
+  out.seconds = std::chrono::duration<double>(clock_type::now() - start).count();
+  busy_s_ += out.seconds;
+  ++tiles_;
+  return out;
+}
+
+// ---- the driver ---------------------------------------------------------------------------------
+
+std::string tile_file_name(std::string const& name, tiling const& layout, std::uint32_t tx, std::uint32_t ty)
+{
+  auto const width = [](std::uint32_t n) { return std::to_string(n > 0 ? n - 1 : 0).size(); };
+  auto const pad = [](std::uint32_t v, std::size_t w) {
+    std::string s = std::to_string(v);
+    return std::string(w > s.size() ? w - s.size() : 0, '0') + s;
+  };
+  return name + "_" + pad(ty, width(layout.tiles_y())) + "_" + pad(tx, width(layout.tiles_x())) + ".tif";
+}
+
+grid_spec plan_tiled_grid(std::vector<catalogue_entry> const& catalogue, tile_source_opener const& open,
+                          tiled_job_options const& o, bounds const& learnt)
+{
+  if (o.fixed_grid) { return *o.fixed_grid; }
+  bounds all = learnt;
+  std::vector<std::size_t> undeclared;
+  for (std::size_t s = 0; s < catalogue.size(); ++s) {
+    auto const& d = catalogue[s].declared;
+    if (d && !d->empty()) {
+      all.extend(*d);
+    } else {
+      undeclared.push_back(s);
+    }
+  }
+  if (!undeclared.empty()) {
+    auto const sources = open(grid_spec{}, 0, undeclared);
+    all.extend(read_bounds(source_pointers(sources), o.job.filter, o.job.threads));
+  }
+  expects(!all.empty(), error_kind::input,
+          (catalogue.empty() ? std::string("input") : catalogue.front().path) + ": no points to grid");
+  return grid_from_bounds(all, o.job.xres, o.job.yres, true);
+}
+
+namespace {
+
+/// The output directory: checked, created, and its manifest compared or written.
+void prepare_directory(tiled_job_options const& o, std::string const& manifest)
+{
+  fs::path const dir(o.out_dir);
+  std::error_code ec;
+  auto const st = fs::symlink_status(dir, ec);
+  bool const exists = !ec && fs::exists(st);
+  if (exists && !fs::is_directory(fs::status(dir, ec))) {
+    throw error(error_kind::output, o.out_dir + ": exists and is not a directory (tiled output writes a directory)");
+  }
+  fs::path const manifest_path = dir / manifest_name;
+  if (o.resume) {
+    expects(exists && fs::exists(manifest_path, ec), error_kind::output,
+            o.out_dir + ": no earlier tiled run to resume here (no " + manifest_name + "); run without --resume");
+    expects(read_file_text(manifest_path) == manifest, error_kind::output,
+            o.out_dir + ": the tiles there were made by a different job (grid, tile size, bands, options or inputs "
+                        "differ); use --overwrite to start over");
+    return;
+  }
+  if (exists && !directory_is_empty(dir) && !o.overwrite) {
+    throw error(error_kind::output,
+                o.out_dir + ": output directory exists; use --overwrite to replace its tiles or --resume to continue");
+  }
+  fs::create_directories(dir, ec);
+  expects(!ec, error_kind::output, o.out_dir + ": cannot create the output directory: " + ec.message());
+  // The log of an earlier job is void; its tiles are replaced (or left, if this job has none there).
+  fs::remove(dir / log_name, ec);
+  std::ofstream out(manifest_path, std::ios::trunc);
+  out << manifest;
+  out.close();
+  expects(out.good(), error_kind::output, (manifest_path).string() + ": cannot write");
+}
+
+/// The log of finished tiles: "INDEX written|empty|pending", the last line of a tile wins.
+std::map<std::uint64_t, bool> read_log(fs::path const& path)
+{
+  std::map<std::uint64_t, bool> done;  // index -> written
+  std::ifstream in(path);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream s(line);
+    std::uint64_t index = 0;
+    std::string what;
+    if (!(s >> index >> what)) { continue; }  // a line cut by a kill
+    if (what == "pending") {
+      done.erase(index);
+    } else if (what == "written" || what == "empty") {
+      done[index] = what == "written";
+    }
+  }
+  return done;
+}
+
+class log_writer {
+ public:
+  explicit log_writer(fs::path path) : out_(path, std::ios::app) {}
+  void append(std::vector<std::string> const& lines)
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto const& l : lines) { out_ << l << '\n'; }
+    out_.flush();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::ofstream out_;
+};
+
+}  // namespace
+
+/// One worker per GPU (or one for the CPU) on threads of this process, sharing the cores.
+void run_tiles_here(tile_coordinator& c, std::vector<std::unique_ptr<tile_worker>>& workers,
+                    std::function<void(std::vector<std::string> const&)> const& log, bool show_progress)
+{
+  std::mutex mutex;
+  std::condition_variable changed;
+  auto const work = [&](tile_worker& w) {
+    for (;;) {
+      auto task = c.next();
+      if (!task) {
+        std::unique_lock<std::mutex> lock(mutex);
+        // Another worker's tile may still requeue tiles (an input past its header): wait for it.
+        if (!c.idle_worker_may_get_work()) { break; }
+        changed.wait_for(lock, std::chrono::milliseconds(50));
+        continue;
+      }
+      auto const outcome = w.run(*task);
+      auto const lines = c.complete(*task, outcome);
+      log(lines);
+      if (show_progress) { c.report_progress(); }
+      changed.notify_all();
+    }
+    changed.notify_all();
+  };
+  std::vector<std::thread> threads;
+  for (std::size_t i = 1; i < workers.size(); ++i) { threads.emplace_back(work, std::ref(*workers[i])); }
+  work(*workers.front());
+  for (auto& t : threads) { t.join(); }
+}
+
+void tile_coordinator::report_progress() const
+{
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::fprintf(stderr, "\rtiles: %llu of %llu done (%llu written, %llu empty)   ",
+               static_cast<unsigned long long>(written_ + empty_ + resumed_), static_cast<unsigned long long>(planned_),
+               static_cast<unsigned long long>(written_), static_cast<unsigned long long>(empty_));
+  std::fflush(stderr);
+}
+
+tiled_job_report run_tiled_job(std::vector<catalogue_entry> const& catalogue, tile_source_opener const& open,
+                               tiled_job_options const& options)
+{
+  auto const start = clock_type::now();
+  tiled_job_options o = options;
+  tiled_job_report report;
+  unsigned const threads = worker_threads(o.job.threads);
+  bounds learnt;  // points found outside every header's bounds
+  for (;;) {
+    auto const grid = plan_tiled_grid(catalogue, open, o, learnt);
+    tiling const layout = make_tiling(grid, o.tile_cols, o.tile_rows);
+    auto const manifest = manifest_text(layout, catalogue, o);
+    prepare_directory(o, manifest);
+    fs::path const dir(o.out_dir);
+    tile_coordinator c(layout, catalogue, o);
+    if (o.resume) {
+      for (auto const& [index, written] : read_log(dir / log_name)) {
+        auto const tx = static_cast<std::uint32_t>(index % layout.tiles_x());
+        auto const ty = static_cast<std::uint32_t>(index / layout.tiles_x());
+        std::error_code ec;
+        if (!written || fs::exists(dir / tile_file_name(o.name, layout, tx, ty), ec)) { c.mark_done_earlier(index, written); }
+      }
+    }
+    log_writer log(dir / log_name);
+    // Workers: one per GPU, the cores shared among them; else one worker with every core.
+    std::vector<std::unique_ptr<tile_worker>> workers;
+    std::size_t const n = std::max<std::size_t>(1, o.gpus.size());
+    unsigned const per_worker = std::max(1u, threads / static_cast<unsigned>(n));
+    for (std::size_t i = 0; i < n; ++i) {
+      workers.push_back(std::make_unique<tile_worker>(o, layout, catalogue, open, o.gpus.empty() ? -1 : o.gpus[i],
+                                                      per_worker));
+    }
+    bool const progress = o.job.progress_terminal;
+    run_tiles_here(c, workers, [&](std::vector<std::string> const& lines) { log.append(lines); }, progress);
+    if (progress) { std::fprintf(stderr, "\n"); }
+    report.layout = layout;
+    auto earlier = std::move(report.warnings);
+    c.fill(report);
+    report.warnings.insert(report.warnings.begin(), earlier.begin(), earlier.end());
+    for (auto const& w : workers) {
+      report.workers.push_back(w->name());
+      report.worker_busy_s.push_back(w->busy_seconds());
+      report.worker_tiles.push_back(w->tiles());
+    }
+    if (auto const f = c.fatal()) { throw *f; }
+    if (c.replan()) {
+      // A point outside every header's grid: the grid grows to hold it, and the job starts over.
+      expects(report.replans < 8, error_kind::internal, "tiled job: the grid was planned 8 times and still misses points");
+      int const replans = report.replans + 1;
+      learnt.extend(c.replan_bounds());
+      o.resume = false;
+      o.overwrite = true;
+      auto warnings = std::move(report.warnings);
+      report = tiled_job_report{};
+      report.replans = replans;
+      report.warnings = std::move(warnings);
+      continue;
+    }
+    auto const written = c.written_tiles();
+    if (written.empty()) {
+      throw error(error_kind::input, (catalogue.empty() ? std::string("input") : catalogue.front().path) +
+                                       ": no points to grid in any tile (the inputs are empty or every point was filtered "
+                                       "out or lies outside --te)");
+    }
+    std::vector<std::string> paths;
+    for (auto const index : written) {
+      auto const tx = static_cast<std::uint32_t>(index % layout.tiles_x());
+      auto const ty = static_cast<std::uint32_t>(index / layout.tiles_x());
+      paths.push_back((dir / tile_file_name(o.name, layout, tx, ty)).string());
+    }
+    report.vrt = (dir / (o.name + ".vrt")).string();
+    io::build_vrt(report.vrt, paths);
+    report.seconds = std::chrono::duration<double>(clock_type::now() - start).count();
+    return report;
+  }
+}
+
+void tile_coordinator::fill(tiled_job_report& r) const
+{
+  std::lock_guard<std::mutex> lock(mutex_);
+  r.tiles_planned = planned_;
+  r.tiles_written = 0;
+  for (auto const& [index, t] : tiles_) { r.tiles_written += t.state == tile_state::done && t.written ? 1 : 0; }
+  r.tiles_empty = empty_;
+  r.tiles_resumed = resumed_;
+  r.tiles_redone = redone_;
+  r.records = records_;
+  r.binned = binned_;
+  r.non_empty = non_empty_;
+  r.skipped = skipped_;
+  r.warnings = warnings_;
+}
+
+}  // namespace heightgrid::app
