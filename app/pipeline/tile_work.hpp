@@ -89,6 +89,7 @@ class tile_coordinator {
     tile_state state{tile_state::fresh};
     bool dirty{false};    ///< an input reached it while it ran: grid it again
     bool written{false};
+    bool counted{false};  ///< gridded in this run (not only by an earlier one, --resume)
     std::uint64_t binned{0};
     std::uint64_t non_empty{0};
   };

@@ -217,16 +217,18 @@ std::vector<std::string> tile_coordinator::complete(tile_task const& task, tile_
     case tile_outcome::kind::empty: break;
   }
   records_ += r.records;
-  binned_ += r.binned;
-  non_empty_ += r.non_empty;
-  if (t.written && r.status == tile_outcome::kind::written) {
-    // Gridded again (an input reached it late): the totals count it once.
+  if (t.counted) {
+    // Gridded again in this run (an input reached it late): the totals count its last result.
     binned_ -= t.binned;
     non_empty_ -= t.non_empty;
+    (t.written ? written_ : empty_) -= 1;
   }
+  binned_ += r.binned;
+  non_empty_ += r.non_empty;
   t.written = r.status == tile_outcome::kind::written;
   t.binned = r.binned;
   t.non_empty = r.non_empty;
+  t.counted = true;
   t.state = tile_state::done;
   (t.written ? written_ : empty_) += 1;
   log_lines.push_back(std::to_string(task.index) + (t.written ? " written" : " empty"));
@@ -638,8 +640,7 @@ void tile_coordinator::fill(tiled_job_report& r) const
 {
   std::lock_guard<std::mutex> lock(mutex_);
   r.tiles_planned = planned_;
-  r.tiles_written = 0;
-  for (auto const& [index, t] : tiles_) { r.tiles_written += t.state == tile_state::done && t.written ? 1 : 0; }
+  r.tiles_written = written_;
   r.tiles_empty = empty_;
   r.tiles_resumed = resumed_;
   r.tiles_redone = redone_;

@@ -171,3 +171,75 @@ TEST(GridSpec, CellsTooFineForTheCoordinatesAreRefusedNotLoopedOn)
 
 }  // namespace
 }  // namespace heightgrid
+
+namespace heightgrid {
+namespace {
+
+TEST(Tiling, TileCellsAreTheWholeGridsCellsBitForBit)
+{
+  // A resolution with no exact binary value and an origin far from zero: a tile with its own
+  // origin (x0 + col0 * xres) would put some edge points in the neighbouring cell.
+  bounds b;
+  b.extend(512345.67, 4101234.5);
+  b.extend(513345.67, 4102234.5);
+  grid_spec const whole = grid_from_bounds(b, 0.3, 0.7);
+  tiling const t = make_tiling(whole, 97, 41);
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> ux(b.xmin, b.xmax), uy(b.ymin, b.ymax);
+  std::uint64_t checked = 0;
+  for (int i = 0; i < 200000; ++i) {
+    // Half the points exactly on cell edges, where rounding decides.
+    double x = ux(rng), y = uy(rng);
+    if (i % 2 == 0) {
+      x = whole.x0 + std::floor((x - whole.x0) / whole.xres) * whole.xres;
+      y = whole.y0 - std::floor((whole.y0 - y) / whole.yres) * whole.yres;
+    }
+    cell_id const c = whole.cell_of(x, y);
+    if (c == no_cell) { continue; }
+    std::uint32_t const col = c % whole.cols, row = c / whole.cols;
+    grid_spec const tile = t.tile(col / t.tile_cols, row / t.tile_rows);
+    ASSERT_EQ(tile.cell_of(x, y), (row - tile.row0) * tile.cols + (col - tile.col0)) << x << " " << y;
+    // Every other tile refuses it.
+    grid_spec const right = t.tile(std::min(col / t.tile_cols + 1, t.tiles_x() - 1), row / t.tile_rows);
+    if (right.col0 != tile.col0) { ASSERT_EQ(right.cell_of(x, y), no_cell); }
+    ++checked;
+  }
+  EXPECT_GT(checked, 100000u);
+}
+
+TEST(Tiling, LastTilesAreCroppedAndGeoreferenced)
+{
+  grid_spec g;
+  g.x0 = 100.0;
+  g.y0 = 50.0;
+  g.xres = 2.0;
+  g.yres = 3.0;
+  g.cols = 10;
+  g.rows = 7;
+  tiling const t = make_tiling(g, 4, 3);
+  EXPECT_EQ(t.tiles_x(), 3u);
+  EXPECT_EQ(t.tiles_y(), 3u);
+  EXPECT_EQ(t.count(), 9u);
+  grid_spec const last = t.tile(2, 2);
+  EXPECT_EQ(last.cols, 2u);
+  EXPECT_EQ(last.rows, 1u);
+  auto const gt = last.geotransform();
+  EXPECT_EQ(gt[0], 100.0 + 8 * 2.0);
+  EXPECT_EQ(gt[3], 50.0 - 6 * 3.0);
+  std::uint32_t x0 = 0, x1 = 0, y0 = 0, y1 = 0;
+  bounds b;
+  b.extend(101.0, 49.0);  // cell (0, 0)
+  ASSERT_TRUE(t.tiles_meeting(b, 0, x0, x1, y0, y1));
+  EXPECT_EQ(x0, 0u);
+  EXPECT_EQ(x1, 0u);
+  ASSERT_TRUE(t.tiles_meeting(b, 4, x0, x1, y0, y1));  // widened by 4 cells: the next tile east
+  EXPECT_EQ(x1, 1u);
+  EXPECT_EQ(y1, 1u);
+  bounds far;
+  far.extend(1000.0, 1000.0);
+  EXPECT_FALSE(t.tiles_meeting(far, 1, x0, x1, y0, y1));
+  EXPECT_THROW((void)make_tiling(g, 0, 3), error);
+}
+
+}  // namespace
+}  // namespace heightgrid
