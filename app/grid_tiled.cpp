@@ -269,6 +269,10 @@ int run_grid_tiled(grid_options const& o, grid_job_options const& job, std::vect
     workers << (i ? "; " : "") << r.workers[i] << ": " << r.worker_tiles[i] << " tiles, busy "
             << human_seconds(r.worker_busy_s[i]) << " (" << static_cast<int>(100.0 * r.worker_busy_s[i] / std::max(total_s, 1e-9))
             << " %)";
+    if (r.worker_gpu_s[i] > 0.0) {
+      workers << ", GPU compute " << human_seconds(r.worker_gpu_s[i]) << " ("
+              << static_cast<int>(100.0 * r.worker_gpu_s[i] / std::max(total_s, 1e-9)) << " %)";
+    }
   }
   spdlog::info("{} x {} tiles of {} x {} cells over a grid of {} x {}: {} written, {} empty, {} resumed, {} gridded "
                "again; {} records read, {} points in {} cells; {}; total {} ({:.1f} M points/s); wrote {}",

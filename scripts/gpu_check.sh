@@ -2,7 +2,7 @@
 # GPU verification and timings, run on the lent GPU machine from a device pack:
 #   tar xJf .devpack/pack.tar.xz -C /tmp && source /tmp/pack/env.sh && scripts/gpu_check.sh PART
 # PART: tests | sanitize (sanitize_stream: the streaming binner only) | equal | bench (POINTS=1e8 LAS) | all, or (run alone) crossover | huge | laz (LAZ_WHEELS) | ladder | sanitize2 | sweep | compare8 |
-# compare9 (KINDS="skewed clustered" picks the kinds) | sums | torch | pipeline | real (REPEAT=20, MODES=thread,warp,hybrid
+# gpus (SYNTH_POINTS) | compare9 (KINDS="skewed clustered" picks the kinds) | sums | torch | pipeline | real (REPEAT=20, MODES=thread,warp,hybrid
 # picks the modes, COMPARE_ARGS=--no-gate adds options) | ncu (KINDS, POINTS) | ncu_source (KIND, KERNEL, MODES). sweep takes SWEEP_ARGS. Logs go to $OUT (or /tmp/gpu_out).
 set -u
 out=${OUT:-/tmp/gpu_out}; mkdir -p "$out"
@@ -265,6 +265,59 @@ if [[ $part == ncu_source ]]; then
     --section SourceCounters --section InstructionStats --section WarpStateStats \
     heightgrid compare --synth "$k" --points "${POINTS:-100000000}" --res 1 --repeat 1 --modes ${MODES:-hybrid} \
     > "$out/ncu_details_$k.txt" 2>&1; checked "ncu details $k" $?
+fi
+
+if [[ $part == gpus ]]; then
+  # --gpus scaling (issue #20): tiled jobs with --gpus 1, 2, ... every GPU of the host; wall, RSS, the
+  # per-worker busy shares (the summary line) and byte-identical tiles across GPU counts.
+  ngpu=$(nvidia-smi -L | wc -l)
+  step "devices"; nvidia-smi -L; nproc
+  counts=$(seq 1 "$ngpu")
+  tiled() {  # tiled LABEL DIR ARGS...: one run, wall + RSS + the summary line
+    local label=$1 dir=$2; shift 2
+    rm -rf "$dir"
+    /usr/bin/time -f "%e %M" -o "$work/time" heightgrid grid "$@" -o "$dir" > "$work/v.log" 2>&1 || { fail "$label"; tail -3 "$work/v.log"; return; }
+    read -r w m < "$work/time"
+    echo "$label: wall $w s, peak RSS $((m / 1024)) MiB"
+    grep -E 'tiles of' "$work/v.log" | sed 's/^heightgrid: info: //' | cut -c1-600
+  }
+  same_tiles() {  # same_tiles DIR_A DIR_B: every tile byte-identical
+    local a=$1 b=$2 n=0 bad=0
+    for f in "$a"/*.tif; do n=$((n + 1)); cmp -s "$f" "$b/$(basename "$f")" || bad=$((bad + 1)); done
+    [[ $(ls "$a"/*.tif | wc -l) == $(ls "$b"/*.tif | wc -l) ]] || bad=$((bad + 1))
+    echo "tiles $a vs $b: $n tiles, $bad differ"; (( bad == 0 )) || fail "tiles differ: $a $b"
+  }
+  for n in ${SYNTH_POINTS:-1000000000 10000000000}; do
+    step "streamed synthetic uniform, $n points, 100 km x 100 km at 10 m, tiles of 2500 x 2500 cells"
+    for g in $counts; do
+      tiled "synth $n --gpus $g" "$work/s_$g" --synth uniform --points "$n" --synth-extent 0 0 100000 100000 --res 10 \
+        --tile-size 2500 --metrics range,count --gpus "$g" -v
+    done
+    for g in $counts; do (( g > 1 )) && same_tiles "$work/s_1" "$work/s_$g"; done
+  done
+  cat_dir=$work/catalogue
+  if [[ ! -d $cat_dir ]]; then
+    step "catalogue: 8 x 8 LAS tiles of 1250 m (lidar, 10 points/m2, 1.5625e7 points each: 10^9 points)"
+    mkdir -p "$cat_dir"
+    t0=$(date +%s)
+    for i in $(seq 0 7); do
+      for j in $(seq 0 7); do
+        heightgrid synth lidar --points 15625000 --threads 4 --seed $((i * 8 + j + 1)) --a_srs EPSG:32633 -q \
+          --extent $((i * 1250)) $((j * 1250)) $((i * 1250 + 1250)) $((j * 1250 + 1250)) -o "$cat_dir/t_${i}_$j.las" &
+      done
+      wait
+    done
+    echo "made in $(( $(date +%s) - t0 )) s: $(du -sh "$cat_dir" | cut -f1)"
+  fi
+  step "catalogue 10^9 points, --res 1, tiles of 2500 x 2500 cells (16 tiles, 4 files each): warm-up, then 2 runs each"
+  heightgrid grid "$cat_dir" -o "$work/c_warm" --res 1 --tile-size 2500 --gpus 1 -q > /dev/null 2>&1; rm -rf "$work/c_warm"
+  for g in $counts; do
+    for k in 1 2; do tiled "catalogue --gpus $g (run $k)" "$work/c_$g" "$cat_dir" --res 1 --tile-size 2500 --gpus "$g" -v; done
+  done
+  tiled "catalogue --device cpu" "$work/c_cpu" "$cat_dir" --res 1 --tile-size 2500 --device cpu -v
+  for g in $counts; do (( g > 1 )) && same_tiles "$work/c_1" "$work/c_$g"; done
+  same_tiles "$work/c_1" "$work/c_cpu"
+  heightgrid limits "$cat_dir/t_0_0.las" 2>&1 | sed 's/^heightgrid: info: //' | head -4
 fi
 
 if (( ${#failures[@]} > 0 )); then

@@ -43,6 +43,7 @@ struct tile_outcome {
   error_kind error{error_kind::internal};  ///< failed: the error's kind
   std::vector<std::string> warnings;
   double seconds{0.0};
+  double gpu_seconds{0.0};  ///< the device's compute stream busy (binning, finalize)
 };
 
 enum class tile_state { fresh, pending, running, done };
@@ -128,6 +129,7 @@ class tile_worker {
   [[nodiscard]] tile_outcome run(tile_task const& task);
   [[nodiscard]] std::string name() const;
   [[nodiscard]] double busy_seconds() const noexcept { return busy_s_; }
+  [[nodiscard]] double gpu_seconds() const noexcept { return gpu_busy_s_; }
   [[nodiscard]] std::uint64_t tiles() const noexcept { return tiles_; }
 
  private:
@@ -140,6 +142,7 @@ class tile_worker {
   std::shared_ptr<gpu_stage> gpu_;
   std::string device_name_;
   double busy_s_{0.0};
+  double gpu_busy_s_{0.0};
   std::uint64_t tiles_{0};
 };
 

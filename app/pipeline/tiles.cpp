@@ -104,8 +104,9 @@ tile_coordinator::tile_coordinator(tiling layout, std::vector<catalogue_entry> c
                                    tiled_job_options const& o)
   : layout_(std::move(layout)), catalogue_(catalogue), o_(o), bad_(catalogue.size(), false)
 {
-  // Every input goes to the tiles its header bounds meet, widened by a cell: a header's bounds are
-  // rounded from the points' and may miss the last one by an ulp.
+  // Every input goes to the tiles its header bounds meet. Not widened: a file that ends on a tile's
+  // edge would be read by both tiles; a header rounded past its last point is caught like any
+  // other header that lies (complete()).
   for (std::size_t s = 0; s < catalogue_.size(); ++s) {
     auto const& d = catalogue_[s].declared;
     if (!d || d->empty()) {
@@ -113,7 +114,7 @@ tile_coordinator::tile_coordinator(tiling layout, std::vector<catalogue_entry> c
       continue;
     }
     std::uint32_t tx0 = 0, tx1 = 0, ty0 = 0, ty1 = 0;
-    if (!layout_.tiles_meeting(*d, 1, tx0, tx1, ty0, ty1)) { continue; }
+    if (!layout_.tiles_meeting(*d, 0, tx0, tx1, ty0, ty1)) { continue; }
     for (std::uint32_t ty = ty0; ty <= ty1; ++ty) {
       for (std::uint32_t tx = tx0; tx <= tx1; ++tx) {
         tiles_[std::uint64_t{ty} * layout_.tiles_x() + tx].sources.push_back(s);
@@ -382,6 +383,7 @@ tile_outcome tile_worker::run(tile_task const& task)
       out.extents.emplace_back(task.sources[i], r.source_extents[i]);
     }
     out.warnings = r.warnings;
+    out.gpu_seconds = (r.gpu.bin_ms + r.gpu.finalize_ms) * 1e-3;
     if (device_name_.empty() && !r.device.empty()) { device_name_ = r.device; }
   } catch (source_error const& e) {
     gpu_.reset();  // a stage stopped by a failed job is not reused
@@ -409,6 +411,7 @@ tile_outcome tile_worker::run(tile_task const& task)
   }
   out.seconds = std::chrono::duration<double>(clock_type::now() - start).count();
   busy_s_ += out.seconds;
+  gpu_busy_s_ += out.gpu_seconds;
   ++tiles_;
   return out;
 }
@@ -601,6 +604,7 @@ tiled_job_report run_tiled_job(std::vector<catalogue_entry> const& catalogue, ti
     for (auto const& w : workers) {
       report.workers.push_back(w->name());
       report.worker_busy_s.push_back(w->busy_seconds());
+      report.worker_gpu_s.push_back(w->gpu_seconds());
       report.worker_tiles.push_back(w->tiles());
     }
     if (auto const f = c.fatal()) { throw *f; }

@@ -4,7 +4,7 @@
 // header bounds meet it, written as its own GeoTIFF, with a GDAL VRT over them all.
 //
 //   plan: the whole grid (snapped as a single run's; --te fixes it), cut into tiles; each input is
-//         assigned to the tiles its header bounds meet (widened by one cell against rounding)
+//         assigned to the tiles its header bounds meet
 //   run:  tiles are handed out one at a time (dynamic: a slow tile does not stall the others) to
 //         workers — one per GPU of --gpus, or one for the CPU, or MPI ranks (tiles_mpi.cpp) — each
 //         worker keeping its GPU stage across tiles
@@ -84,6 +84,7 @@ struct tiled_job_report {
   std::string vrt;
   std::vector<std::string> workers;    ///< "GPU 0 (NVIDIA H100 ...)", "CPU"
   std::vector<double> worker_busy_s;   ///< per worker, seconds inside tile jobs
+  std::vector<double> worker_gpu_s;    ///< per worker, seconds its GPU's compute stream was busy
   std::vector<std::uint64_t> worker_tiles;
   double seconds{0.0};
   int replans{0};
