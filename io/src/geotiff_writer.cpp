@@ -458,10 +458,11 @@ class raster_writer::impl {
         expects(source != nullptr, error_kind::output, path_ + ": cannot reopen the rows written: " + errors.message());
         gdal_dataset_ptr cog(driver_named("COG", path_).CreateCopy(temp_->path().c_str(), source.get(), FALSE,
                                                                      co_.List(), nullptr, nullptr));
-        expects(cog != nullptr, error_kind::output, path_ + ": cannot create: " + errors.message());
+        // Named apart from the rows' failures: the rows are all written when CreateCopy starts.
+        expects(cog != nullptr, error_kind::output, path_ + ": cannot write the COG: " + errors.message());
         cog.reset();
         source.reset();
-        expects(!errors.failed(), error_kind::output, path_ + ": cannot write: " + errors.message());
+        expects(!errors.failed(), error_kind::output, path_ + ": cannot write the COG: " + errors.message());
         source_->remove();
       }
       temp_->commit(target_);
