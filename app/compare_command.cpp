@@ -454,11 +454,7 @@ int run_compare(compare_options const& o)
     if (!reference) {
       reference = std::move(bands);
     } else if (mismatch.empty()) {
-      if (auto d = first_difference(*reference, bands, request)) {
-        std::uint64_t const row = d->cell / grid.cols, col = d->cell % grid.cols;
-        mismatch = "modes " + runnable.front().name + " and " + m.name + " differ: " + d->describe() + " (row " +
-                   std::to_string(row) + ", col " + std::to_string(col) + "; " + runnable.front().name + " first)";
-      }
+      mismatch = mode_mismatch(runnable.front().name, *reference, m.name, bands, request, grid);
     }
     results.push_back(std::move(r));
   }
@@ -613,7 +609,7 @@ int run_compare(compare_options const& o)
                                          device ? device->name : std::string("CPU only"));
     if (plot_compare(o.plot, title, plotted, stats, o.repeat)) { spdlog::info("wrote {}", o.plot); }
   }
-  expects(mismatch.empty(), error_kind::internal, "compare: " + mismatch);
+  require_modes_agree(mismatch);  // exit 70 when the modes differ
   return 0;
 }
 

@@ -1,5 +1,7 @@
 #include "heightgrid/core/result_compare.hpp"
 
+#include "heightgrid/core/error.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -111,6 +113,23 @@ std::optional<band_difference> first_difference(cell_results const& a, cell_resu
     if (auto i = first_mismatch(band.x, band.y, close)) { return band_difference{band.m, *i, at(band.x, *i), at(band.y, *i)}; }
   }
   return std::nullopt;
+}
+
+std::string mode_mismatch(std::string const& first_mode, cell_results const& first, std::string const& mode,
+                          cell_results const& bands, metric_request const& request, grid_spec const& grid)
+{
+  auto const d = first_difference(first, bands, request);
+  if (!d) { return {}; }
+  std::string where;
+  if (grid.cols > 0) {
+    where = "row " + std::to_string(d->cell / grid.cols) + ", col " + std::to_string(d->cell % grid.cols) + "; ";
+  }
+  return "modes " + first_mode + " and " + mode + " differ: " + d->describe() + " (" + where + first_mode + " first)";
+}
+
+void require_modes_agree(std::string const& mismatch)
+{
+  expects(mismatch.empty(), error_kind::internal, "compare: " + mismatch);
 }
 
 }  // namespace heightgrid

@@ -5,6 +5,8 @@
 #include <cpl_conv.h>
 #include <cpl_string.h>
 
+#include <algorithm>
+#include <cstddef>
 #include <memory>
 #include <mutex>
 #include <utility>
@@ -118,8 +120,11 @@ std::string gdal_error_scope::message() const
   if (failures_.empty()) { return gdal_last_error(); }
   std::string out = failures_.front();
   for (std::size_t i = 1; i < failures_.size(); ++i) {
-    // GDAL often reports one cause several times as it unwinds; say it once.
-    if (failures_[i] != failures_[i - 1]) { out += "; " + failures_[i]; }
+    // GDAL often reports one cause several times as it unwinds, or once per block it fails to
+    // write (libtiff's "_tiffWriteProc: File too large; TIFFAppendToStrip: ..." pair for each):
+    // say each message once, where it first came.
+    auto const earlier = failures_.begin() + static_cast<std::ptrdiff_t>(i);
+    if (std::find(failures_.begin(), earlier, failures_[i]) == earlier) { out += "; " + failures_[i]; }
   }
   return out;
 }

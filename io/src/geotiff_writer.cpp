@@ -170,26 +170,28 @@ void describe_dataset(GDALDataset& dataset, std::string const& path, grid_spec c
 {
   // North-up grid: x = x0 + col * xres, y = y0 - row * yres, from the outer corner of the
   // top-left cell (see grid_spec::geotransform); no rotation terms.
+  // Each GDAL call is made before its check: expects() evaluates its arguments in an unspecified
+  // order, so a call inside the condition may run after errors.message() was read.
   auto gt = grid.geotransform();
-  expects(dataset.SetGeoTransform(gt.data()) == CE_None, error_kind::output,
-          path + ": cannot set the geotransform: " + errors.message());
+  bool const geotransform_set = dataset.SetGeoTransform(gt.data()) == CE_None;
+  expects(geotransform_set, error_kind::output, path + ": cannot set the geotransform: " + errors.message());
   if (!options.crs_wkt.empty()) {
     OGRSpatialReference srs;
-    expects(srs.importFromWkt(options.crs_wkt.c_str()) == OGRERR_NONE, error_kind::output,
-            path + ": cannot interpret the CRS to write: " + errors.message());
-    expects(dataset.SetSpatialRef(&srs) == CE_None, error_kind::output,
-            path + ": cannot set the CRS: " + errors.message());
+    bool const crs_read = srs.importFromWkt(options.crs_wkt.c_str()) == OGRERR_NONE;
+    expects(crs_read, error_kind::output, path + ": cannot interpret the CRS to write: " + errors.message());
+    bool const crs_set = dataset.SetSpatialRef(&srs) == CE_None;
+    expects(crs_set, error_kind::output, path + ": cannot set the CRS: " + errors.message());
   }
   // An empty cell has 0 points, so 0 is the natural nodata of an integer count band.
   double const nodata = type == raster_data_type::uint32 ? 0.0 : static_cast<double>(options.nodata);
   for (std::size_t i = 0; i < bands.size(); ++i) {
     GDALRasterBand* band = dataset.GetRasterBand(static_cast<int>(i) + 1);
     band->SetDescription(std::string(metric_name(bands[i])).c_str());
-    expects(band->SetMetadataItem("METRIC_DESCRIPTION", std::string(metric_description(bands[i])).c_str()) ==
-              CE_None,
-            error_kind::output, path + ": cannot set band metadata: " + errors.message());
-    expects(band->SetNoDataValue(nodata) == CE_None, error_kind::output,
-            path + ": cannot set the nodata value: " + errors.message());
+    bool const described =
+      band->SetMetadataItem("METRIC_DESCRIPTION", std::string(metric_description(bands[i])).c_str()) == CE_None;
+    expects(described, error_kind::output, path + ": cannot set band metadata: " + errors.message());
+    bool const nodata_set = band->SetNoDataValue(nodata) == CE_None;
+    expects(nodata_set, error_kind::output, path + ": cannot set the nodata value: " + errors.message());
   }
 }
 
@@ -456,10 +458,11 @@ class raster_writer::impl {
         expects(source != nullptr, error_kind::output, path_ + ": cannot reopen the rows written: " + errors.message());
         gdal_dataset_ptr cog(driver_named("COG", path_).CreateCopy(temp_->path().c_str(), source.get(), FALSE,
                                                                      co_.List(), nullptr, nullptr));
-        expects(cog != nullptr, error_kind::output, path_ + ": cannot create: " + errors.message());
+        // Named apart from the rows' failures: the rows are all written when CreateCopy starts.
+        expects(cog != nullptr, error_kind::output, path_ + ": cannot write the COG: " + errors.message());
         cog.reset();
         source.reset();
-        expects(!errors.failed(), error_kind::output, path_ + ": cannot write: " + errors.message());
+        expects(!errors.failed(), error_kind::output, path_ + ": cannot write the COG: " + errors.message());
         source_->remove();
       }
       temp_->commit(target_);
@@ -622,8 +625,9 @@ class raster_writer::impl {
     int const y_block = static_cast<int>(row0) / block_rows;
     for (int x_block = 0; x_block * block_cols < cols; ++x_block) {
       for (int b = 1; b <= static_cast<int>(bands_.size()); ++b) {
-        expects(dataset_->GetRasterBand(b)->FlushBlock(x_block, y_block) == CE_None && !errors.failed(),
-                error_kind::output,
+        // Flushed before the check (see describe_dataset): the message must see its failures.
+        bool const flushed = dataset_->GetRasterBand(b)->FlushBlock(x_block, y_block) == CE_None;
+        expects(flushed && !errors.failed(), error_kind::output,
                 path_ + ": cannot write cells at row " + std::to_string(row0) + ": " + errors.message());
       }
     }

@@ -655,6 +655,145 @@ TEST_F(Cli, ExistingOutputNeedsOverwrite)
   EXPECT_EQ(read_raster(out("o.tif")).cols, 3);
 }
 
+// ---- failures after the output has started: expect_failure above only meets errors raised before
+// the temporary exists. Here the run may not write a file past a few KiB (RLIMIT_FSIZE, SIGXFSZ
+// ignored: heightgrid::test::run_cli_file_limited), so GDAL's writes fail with EFBIG ("File too
+// large") part-way through the cells, as on a full disk, with nothing added to the product.
+
+/// Large enough for the whole GeoTIFF of the sample (under 2 KiB), far smaller than the cells
+/// below: a failure under it comes from writing cells, not from creating the file.
+constexpr std::uint64_t small_file_limit = 16 * 1024;
+
+/// 200,000 points on a 2000 x 2000 grid: 16 MB of Float32 cells uncompressed.
+std::vector<std::string> dense_grid(fs::path const& o)
+{
+  return {"grid", "--synth", "uniform", "--points", "200000", "--synth-extent", "0", "0", "2000", "2000",
+          "--res", "1", "--device", "cpu", "-o", o.string()};
+}
+
+/// The same grid holding 2000 points in its 100 x 100 corner: nearly every cell is empty (NaN), so
+/// the rows compress to a few KiB, while an uncompressed COG of it still takes 16 MB.
+std::vector<std::string> sparse_grid(fs::path const& o)
+{
+  return {"grid", "--synth", "uniform", "--points", "2000", "--synth-extent", "0", "0", "100", "100",
+          "--te", "0", "0", "2000", "2000", "--res", "1", "--device", "cpu", "-o", o.string()};
+}
+
+std::vector<std::string> with(std::vector<std::string> args, std::vector<std::string> const& more)
+{
+  args.insert(args.end(), more.begin(), more.end());
+  return args;
+}
+
+std::string file_bytes(fs::path const& p)
+{
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+/// A failed write: exit 4 (output not writable), the output named with the cause, no temporary
+/// (".NAME.tmp-PID", the COG's ".NAME.tmp-PID.src", their ".aux.xml") left in the directory.
+void expect_write_failure(run_result const& r, fs::path const& output, std::string const& phase)
+{
+  EXPECT_EQ(r.code, 4) << r.output;
+  EXPECT_NE(r.output.find("error: " + output.string() + ": " + phase), std::string::npos)
+    << "expected '" << output.string() << ": " << phase << "' in: " << r.output;
+  EXPECT_NE(r.output.find("File too large"), std::string::npos) << "the cause is not named: " << r.output;
+  for (auto const& e : fs::directory_iterator(output.parent_path())) {
+    EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << "temporary left: " << e.path();
+  }
+}
+
+TEST_F(Cli, FileSizeLimitAdmitsASmallGeoTiff)
+{
+  // The control of the tests below: under the same limit a whole (small) GeoTIFF and COG are
+  // written, so their failures are those of writing cells.
+  for (std::string const format : {"GTiff", "COG"}) {
+    auto const o = out("small-" + format + ".tif");
+    auto const r = heightgrid::test::run_cli_file_limited(
+      {"grid", data("sample.xyz").string(), "-o", o.string(), "--res", "1", "--metrics", "range,min,max,count",
+       "--device", "cpu", "--of", format},
+      small_file_limit);
+    ASSERT_EQ(r.code, 0) << format << ": " << r.output;
+    EXPECT_LT(fs::file_size(o), small_file_limit) << format;
+    expect_sample_bands(read_raster(o));
+  }
+}
+
+TEST_F(Cli, GeoTiffWriteFailingPartWayLeavesNothing)
+{
+  // Uncompressed: the cells go straight to the file. Compressed (the default): blocks are
+  // compressed and written on GDAL's worker threads.
+  for (auto const& codec : std::vector<std::vector<std::string>>{{"--co", "COMPRESS=NONE"}, {}}) {
+    auto const o = out("dense.tif");
+    auto const r = heightgrid::test::run_cli_file_limited(with(dense_grid(o), codec), small_file_limit);
+    SCOPED_TRACE(codec.empty() ? "default compression" : codec.back());
+    expect_write_failure(r, o, "cannot write cells at row ");
+    EXPECT_FALSE(fs::exists(o));
+  }
+}
+
+TEST_F(Cli, CogWriteFailingPartWayLeavesNothing)
+{
+  // A COG is written in two steps: the rows to a GTiff beside the target, then GDAL's
+  // CreateCopy to the COG driver. Each step fails once.
+  auto const o = out("cog.tif");
+  // 1. The rows do not fit: the GTiff the COG is made from fails.
+  auto const rows = heightgrid::test::run_cli_file_limited(with(dense_grid(o), {"--of", "COG"}), small_file_limit);
+  expect_write_failure(rows, o, "cannot write cells at row ");
+  EXPECT_FALSE(fs::exists(o));
+  // 2. The rows fit in 1 MiB (the writer keeps them in a compressed GTiff; as the default GTiff
+  //    they take a few KiB, checked first), the uncompressed COG (16 MB) does not: CreateCopy
+  //    fails, after every row was written.
+  constexpr std::uint64_t limit = 1024 * 1024;
+  auto const gtiff = out("sparse-gtiff.tif");
+  auto const rows_fit = heightgrid::test::run_cli_file_limited(sparse_grid(gtiff), limit);
+  ASSERT_EQ(rows_fit.code, 0) << rows_fit.output;
+  EXPECT_LT(fs::file_size(gtiff), limit / 8);
+  auto const copy =
+    heightgrid::test::run_cli_file_limited(with(sparse_grid(o), {"--of", "COG", "--co", "COMPRESS=NONE"}), limit);
+  expect_write_failure(copy, o, "cannot write the COG: ");
+  EXPECT_FALSE(fs::exists(o));
+  // Without the limit the same run succeeds: the limit alone made it fail.
+  auto const full = heightgrid::test::run_cli_file_limited(with(sparse_grid(o), {"--of", "COG", "--co", "COMPRESS=NONE"}),
+                                                           std::uint64_t{1} << 40);
+  ASSERT_EQ(full.code, 0) << full.output;
+  EXPECT_GT(fs::file_size(o), limit);
+}
+
+TEST_F(Cli, ExistingOutputSurvivesAFailedOverwrite)
+{
+  auto const o = out("old.tif");
+  ASSERT_EQ(run("grid " + data("sample.xyz").string() + " -o " + o.string() +
+                " --res 1 --metrics range,min,max,count --device cpu")
+              .code,
+            0);
+  std::ofstream(out("old.tif.aux.xml")) << "<PAMDataset/>\n";  // a side-car of the old file
+  auto const before = file_bytes(o);
+  auto const aux_before = file_bytes(out("old.tif.aux.xml"));
+  ASSERT_FALSE(before.empty());
+  struct attempt {
+    std::string what;
+    std::vector<std::string> args;
+    std::uint64_t limit;
+    std::string phase;
+  };
+  std::vector<attempt> const attempts{
+    {"GTiff cells", with(dense_grid(o), {"--overwrite", "--co", "COMPRESS=NONE"}), small_file_limit,
+     "cannot write cells at row "},
+    {"COG rows", with(dense_grid(o), {"--overwrite", "--of", "COG"}), small_file_limit, "cannot write cells at row "},
+    {"COG CreateCopy", with(sparse_grid(o), {"--overwrite", "--of", "COG", "--co", "COMPRESS=NONE"}), 1024 * 1024,
+     "cannot write the COG: "},
+  };
+  for (auto const& a : attempts) {
+    SCOPED_TRACE(a.what);
+    expect_write_failure(heightgrid::test::run_cli_file_limited(a.args, a.limit), o, a.phase);
+    EXPECT_TRUE(file_bytes(o) == before) << "the existing output was changed";
+    EXPECT_TRUE(file_bytes(out("old.tif.aux.xml")) == aux_before) << "its side-car was changed";
+  }
+  expect_sample_bands(read_raster(o));
+}
+
 TEST_F(Cli, BadOptionValues)
 {
   auto const o = out("o.tif");

@@ -1,9 +1,12 @@
 #include "heightgrid/core/result_compare.hpp"
 
+#include "heightgrid/core/error.hpp"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <limits>
+#include <string>
 
 namespace heightgrid {
 namespace {
@@ -90,6 +93,82 @@ TEST(ResultCompare, NodataAgainstAValueAndCountsAndLengths)
   ASSERT_TRUE(d.has_value());
   EXPECT_EQ(d->band, metric::max);
   EXPECT_EQ(d->cell, 2U);
+}
+
+// ---- `heightgrid compare`: a difference between modes is named, then ends the run with exit 70
+
+/// The sample's three cells as a grid of 2 columns and 2 rows (the fourth cell past the columns).
+grid_spec two_columns()
+{
+  grid_spec g;
+  g.cols = 2;
+  g.rows = 2;
+  return g;
+}
+
+TEST(ResultCompare, AgreeingModesHaveNoMismatch)
+{
+  EXPECT_EQ(mode_mismatch("thread", sample(), "cpu", sample(), everything(), two_columns()), "");
+  // mean/stddev within 1 ulp agree
+  auto b = sample();
+  b.mean[0] = std::nextafter(11.0f, 12.0f);
+  EXPECT_EQ(mode_mismatch("thread", sample(), "cpu", b, everything(), two_columns()), "");
+  EXPECT_NO_THROW(require_modes_agree(""));
+}
+
+TEST(ResultCompare, ModeMismatchNamesTheModesTheBandTheCellItsRowAndColumn)
+{
+  auto b = sample();
+  b.min[1] = 19.5f;
+  EXPECT_EQ(mode_mismatch("thread", sample(), "warp", b, everything(), two_columns()),
+            "modes thread and warp differ: band min, cell 1: 20 [0x41a00000] vs 19.5 [0x419c0000] "
+            "(row 0, col 1; thread first)");
+
+  struct change {
+    char const* band;
+    void (*apply)(cell_results&);
+  };
+  change const changes[] = {
+    {"band range, cell 2: nan", [](cell_results& r) { r.range[2] = 0.0f; }},  // nodata against a value
+    {"band max, cell 2: nan", [](cell_results& r) { r.max[2] = 3.0f; }},
+    {"band min, cell 2: nan", [](cell_results& r) { r.min[2] = 3.0f; }},
+    {"band count, cell 2: 0 vs 1", [](cell_results& r) { r.count[2] = 1; }},
+    {"band mean, cell 2: nan", [](cell_results& r) { r.mean[2] = 3.0f; }},
+    {"band stddev, cell 0: 0.899999976", [](cell_results& r) { r.stddev[0] = 1.0f; }},
+  };
+  for (auto const& c : changes) {
+    auto other = sample();
+    c.apply(other);
+    auto const m = mode_mismatch("hybrid", sample(), "cpu", other, everything(), two_columns());
+    EXPECT_EQ(m.rfind("modes hybrid and cpu differ: ", 0), 0U) << m;
+    EXPECT_NE(m.find(c.band), std::string::npos) << "expected '" << c.band << "' in: " << m;
+    bool const cell_2 = std::string(c.band).find("cell 2") != std::string::npos;
+    EXPECT_NE(m.find(cell_2 ? "(row 1, col 0; hybrid first)" : "(row 0, col 0; hybrid first)"), std::string::npos)
+      << m;
+  }
+  // a band that was not asked for is not compared
+  auto other = sample();
+  other.max[0] = 99.0f;
+  EXPECT_EQ(mode_mismatch("thread", sample(), "cpu", other, metric_request::from({metric::range, metric::count}),
+                          two_columns()),
+            "");
+}
+
+TEST(ResultCompare, DisagreeingModesEndTheRunWithExit70NamingTheCell)
+{
+  auto b = sample();
+  b.count[0] = 5;
+  auto const mismatch = mode_mismatch("thread", sample(), "cpu", b, everything(), two_columns());
+  ASSERT_FALSE(mismatch.empty());
+  try {
+    require_modes_agree(mismatch);
+    ADD_FAILURE() << "no error for: " << mismatch;
+  } catch (error const& e) {
+    EXPECT_EQ(e.kind(), error_kind::internal);
+    EXPECT_EQ(exit_code(e.kind()), 70);  // README: 70 internal error
+    EXPECT_EQ(std::string(e.what()), "compare: modes thread and cpu differ: band count, cell 0: 4 vs 5 (row 0, col 0; "
+                                     "thread first)");
+  }
 }
 
 }  // namespace

@@ -49,6 +49,11 @@ TEST_F(GdalEnv, ScopeKeepsFailuresAndPassesWarningsOn)
     CPLError(CE_Failure, CPLE_FileIO, "write failed");
     EXPECT_TRUE(errors.failed());
     EXPECT_EQ(errors.message(), "cannot open x; write failed");
+    // A pair repeated (one per block GDAL fails to write) is said once too.
+    CPLError(CE_Failure, CPLE_FileIO, "cannot open x");
+    CPLError(CE_Failure, CPLE_FileIO, "write failed");
+    CPLError(CE_Failure, CPLE_FileIO, "at block 2");
+    EXPECT_EQ(errors.message(), "cannot open x; write failed; at block 2");
   }
   EXPECT_EQ(received, (std::vector<message>{{gdal_message_level::warning, "odd tag"}}));
   CPLError(CE_Warning, CPLE_AppDefined, "after");

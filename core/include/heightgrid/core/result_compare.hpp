@@ -3,6 +3,7 @@
 // and count bit-identical across backends and modes; mean and stddev come from double sums whose
 // order may differ, so they may differ by one unit in the last place of the float.
 
+#include "heightgrid/core/grid_spec.hpp"
 #include "heightgrid/core/metrics.hpp"
 
 #include <cstdint>
@@ -30,5 +31,17 @@ struct band_difference {
 [[nodiscard]] std::optional<band_difference> first_difference(cell_results const& a, cell_results const& b,
                                                                metric_request const& request,
                                                                std::uint64_t mean_ulps = 1);
+
+/// `heightgrid compare`'s check of one mode's bands against the first mode's (first_difference,
+/// mean/stddev within 1 ulp): "" when they agree, else "modes thread and warp differ: band min,
+/// cell 12: ... (row 0, col 12; thread first)", the cell placed in `grid`.
+[[nodiscard]] std::string mode_mismatch(std::string const& first_mode, cell_results const& first,
+                                        std::string const& mode, cell_results const& bands,
+                                        metric_request const& request, grid_spec const& grid);
+
+/// The verdict that ends a `compare` run once its report is out: modes that must agree and did
+/// not are a bug, so a non-empty `mismatch` (mode_mismatch) throws error_kind::internal (exit 70)
+/// with "compare: " + mismatch; an empty one returns.
+void require_modes_agree(std::string const& mismatch);
 
 }  // namespace heightgrid

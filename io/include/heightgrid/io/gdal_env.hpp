@@ -48,8 +48,8 @@ class gdal_error_scope {
 
   /// True once GDAL has reported a failure inside this scope.
   [[nodiscard]] bool failed() const noexcept { return !failures_.empty(); }
-  /// The failures joined by "; ", or gdal_last_error() when GDAL reported none here (some
-  /// drivers return an error code without raising a CPLError).
+  /// The failures joined by "; ", each said once, or gdal_last_error() when GDAL reported none
+  /// here (some drivers return an error code without raising a CPLError).
   [[nodiscard]] std::string message() const;
 
  private:
