@@ -17,7 +17,10 @@
 
 #include <cmath>
 #include <cstdio>
+#include <algorithm>
 #include <filesystem>
+#include <map>
+#include <vector>
 
 namespace heightgrid::app {
 
@@ -40,10 +43,13 @@ CLI::App* add_info_command(CLI::App& app, info_options& o)
   cmd->add_option("inputs", o.in.inputs, "Input files, directories or globs");
   cmd->add_option("--res", o.res, "Resolution for the points-per-cell distribution (default: the suggested one)");
   cmd->add_option("--threads", o.threads, "Threads reading (default: all cores)");
+  cmd->add_flag("--headers-only", o.headers_only,
+                "Summarise the inputs from their headers only (a catalogue of thousands of tiles in seconds)");
   add_input_options(*cmd, o.in);
   cmd->footer(R"(Examples:
   heightgrid info data/sample.xyz
-  heightgrid info tile.las --res 1)");
+  heightgrid info tile.las --res 1
+  heightgrid info tiles/ --headers-only   # a catalogue: files, points, extent, CRS, density, odd headers)");
   return cmd;
 }
 
@@ -74,6 +80,87 @@ void print_las_header(std::string const& path)
 
 }  // namespace
 
+namespace {
+
+/// A catalogue of several inputs, from their headers: files and formats, points, extent, CRS,
+/// density, and the headers that look wrong (mixed CRSs are named).
+void print_catalogue(opened_sources const& opened)
+{
+  std::map<std::string, std::size_t> formats;
+  std::uint64_t points = 0;
+  std::size_t unknown_count = 0;
+  bounds extent;
+  std::string crs, crs_path;
+  std::vector<std::string> odd;
+  std::string mixed;
+  for (std::size_t i = 0; i < opened.sources.size(); ++i) {
+    auto const& s = *opened.sources[i];
+    auto const& info = s.info();
+    ++formats[info.format];
+    if (info.point_count) {
+      points += *info.point_count;
+      if (*info.point_count == 0) { odd.push_back(info.path + ": the header says 0 points"); }
+    } else {
+      ++unknown_count;
+    }
+    auto const d = s.declared_bounds();
+    if (d && !d->empty()) {
+      extent.extend(*d);
+    } else if (info.point_count) {
+      odd.push_back(info.path + ": no usable bounds in the header");
+    }
+    for (auto const& note : info.notes) { odd.push_back(printable(note)); }
+    if (!info.crs_wkt.empty()) {
+      if (crs.empty()) {
+        crs = info.crs_wkt;
+        crs_path = info.path;
+      } else if (mixed.empty() && !io::same_crs(crs, info.crs_wkt)) {
+        mixed = info.path + " (" + io::crs_name(info.crs_wkt) + ") vs " + crs_path + " (" + io::crs_name(crs) + ")";
+      }
+    }
+  }
+  // Headers far from the others: bounds more than 100 times the median file's size away from the
+  // catalogue's median centre (a unit or offset mistake in one tile).
+  std::vector<double> cx, cy, size;
+  for (auto const& src : opened.sources) {
+    if (auto const d = src->declared_bounds(); d && !d->empty()) {
+      cx.push_back(0.5 * (d->xmin + d->xmax));
+      cy.push_back(0.5 * (d->ymin + d->ymax));
+      size.push_back(std::max(d->xmax - d->xmin, d->ymax - d->ymin));
+    }
+  }
+  if (cx.size() >= 3) {
+    auto median = [](std::vector<double> v) {
+      std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+      return v[v.size() / 2];
+    };
+    double const mx = median(cx), my = median(cy), ms = std::max(median(size), 1e-9);
+    for (auto const& src : opened.sources) {
+      if (auto const d = src->declared_bounds(); d && !d->empty()) {
+        double const dist = std::max(std::abs(0.5 * (d->xmin + d->xmax) - mx), std::abs(0.5 * (d->ymin + d->ymax) - my));
+        if (dist > 100.0 * ms * std::sqrt(static_cast<double>(cx.size()))) {
+          odd.push_back(src->info().path + ": its header bounds lie far from the other files' (a wrong offset or unit?)");
+        }
+      }
+    }
+  }
+  std::printf("catalogue: %zu files", opened.sources.size());
+  for (auto const& [f, n] : formats) { std::printf(", %zu %s", n, f.c_str()); }
+  std::printf("\n");
+  std::printf("points (headers): %s%s\n", with_commas(points).c_str(),
+              unknown_count > 0 ? (" (+ " + std::to_string(unknown_count) + " files without a count)").c_str() : "");
+  if (!extent.empty()) {
+    double const area = (extent.xmax - extent.xmin) * (extent.ymax - extent.ymin);
+    std::printf("extent (headers): x %.3f .. %.3f, y %.3f .. %.3f\n", extent.xmin, extent.xmax, extent.ymin, extent.ymax);
+    if (area > 0.0) { std::printf("density (headers): %.4g points per square unit over the extent\n", static_cast<double>(points) / area); }
+  }
+  std::printf("CRS: %s\n", !mixed.empty() ? ("MIXED: " + mixed).c_str() : crs.empty() ? "none" : io::crs_name(crs).c_str());
+  std::printf("headers that look wrong: %zu\n", odd.size());
+  for (auto const& line : odd) { std::printf("  %s\n", line.c_str()); }
+}
+
+}  // namespace
+
 int run_info(info_options const& o)
 {
   auto const filter = make_filter(o.in);
@@ -81,6 +168,12 @@ int run_info(info_options const& o)
   unsigned const threads = apply_threads(o.threads);
   expects(o.res >= 0.0 && std::isfinite(o.res), error_kind::usage, "--res must be a positive cell size");
   auto const paths = input_paths(o.in);
+  if (o.headers_only || paths.size() > 1) {
+    auto const catalogue = open_sources(o.in, paths, std::nullopt, threads, true);
+    print_catalogue(catalogue);
+    for (auto const& [path, why] : catalogue.failed) { std::printf("  unreadable: %s\n", printable(why).c_str()); }
+    if (o.headers_only) { return catalogue.failed.empty() ? 0 : exit_code(error_kind::input); }
+  }
   // LAS headers first: they are worth showing even for a file whose points cannot be read.
   for (auto const& path : paths) {
     if (looks_like_las(path)) {

@@ -11,6 +11,7 @@ struct info_options {
   input_selection in;
   double res{0.0};  ///< resolution for the points-per-cell distribution (default: suggested)
   int threads{0};
+  bool headers_only{false};  ///< the catalogue summary from the headers, no point read
 };
 
 CLI::App* add_info_command(CLI::App& app, info_options& o);

@@ -32,6 +32,7 @@ if [[ $part == tests || $part == all ]]; then
   step "kernels_tests"; gtest kernels_tests kernels_tests
   step "app_tests (CLI end to end, --device auto = GPU here)"; gtest app_tests app_tests
   step "pipeline_tests (GPU routes, batch reductions, device bands)"; gtest pipeline_tests pipeline_tests
+  step "hostile_tests (hostile inputs, with a GPU present)"; (cd "$work" && gtest hostile_tests hostile_tests)
 fi
 
 if [[ $part == sanitize || $part == all ]]; then
