@@ -365,6 +365,10 @@ class grid_job {
       report_.device = gpu_->wait_started().value_or(gpu_stage::device_facts{}).name;
     }
     gpu_used_ = sink.gpu_batches() > 0;
+    if (!gpu_used_ && host_ == nullptr) {
+      // The GPU route, and no batch reached it (a tile or --te that no point meets): empty cells.
+      host_ = std::make_unique<host_grid>(band, acc_request_);
+    }
     if (gpu_ != nullptr && gpu_->current() == gpu_stage::state::failed && o_.device == device_choice::gpu) {
       throw error(error_kind::device, "--device gpu: the GPU could not be used: " + gpu_->failure());
     }

@@ -143,6 +143,7 @@ class tile_worker {
   std::string device_name_;
   double busy_s_{0.0};
   double gpu_busy_s_{0.0};
+  double gpu_total_s_{0.0};  ///< the stage's binner's times so far (they add up over its tiles)
   std::uint64_t tiles_{0};
 };
 

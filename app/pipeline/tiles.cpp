@@ -383,10 +383,14 @@ tile_outcome tile_worker::run(tile_task const& task)
       out.extents.emplace_back(task.sources[i], r.source_extents[i]);
     }
     out.warnings = r.warnings;
-    out.gpu_seconds = (r.gpu.bin_ms + r.gpu.finalize_ms) * 1e-3;
+    // The stage's binner keeps its times from tile to tile: this tile's share is the difference.
+    double const gpu_total = (r.gpu.bin_ms + r.gpu.finalize_ms) * 1e-3;
+    out.gpu_seconds = std::max(0.0, gpu_total - gpu_total_s_);
+    gpu_total_s_ = gpu_total;
     if (device_name_.empty() && !r.device.empty()) { device_name_ = r.device; }
   } catch (source_error const& e) {
     gpu_.reset();  // a stage stopped by a failed job is not reused
+    gpu_total_s_ = 0.0;
     out.status = o_.skip_bad ? tile_outcome::kind::bad_input : tile_outcome::kind::failed;
     out.bad = task.sources.at(e.source());
     out.message = e.what();
@@ -400,11 +404,13 @@ tile_outcome tile_worker::run(tile_task const& task)
     out.error = e.kind();
   } catch (std::bad_alloc const&) {
     gpu_.reset();
+    gpu_total_s_ = 0.0;
     out.status = tile_outcome::kind::failed;
     out.message = "out of host memory while gridding tile " + tile_file_name(o_.name, layout_, tx, ty);
     out.error = error_kind::resource;
   } catch (std::exception const& e) {
     gpu_.reset();
+    gpu_total_s_ = 0.0;
     out.status = tile_outcome::kind::failed;
     out.message = e.what();
     out.error = error_kind::internal;

@@ -74,6 +74,10 @@ bounded_result run_bounded(std::vector<std::string> const& args, double limit_s 
       ::setrlimit(RLIMIT_AS, &mem);
     }
     ::setenv("CUDA_VISIBLE_DEVICES", "", 1);
+    // glibc reserves 64 MiB of address space per malloc arena, one per thread up to 8 per core:
+    // on a 32-core machine a run's threads alone would pass the cap ("cannot start another
+    // thread", measured on the 2 x H100 host). Two arenas keep the cap about the data.
+    ::setenv("MALLOC_ARENA_MAX", "2", 1);
     int const in = ::open("/dev/null", O_RDONLY);
     ::dup2(in, 0);
     ::dup2(fds[1], 1);
