@@ -2,6 +2,9 @@
 
 #include "pipeline/sources.hpp"
 #include "pipeline/tiles.hpp"
+#if HEIGHTGRID_HAVE_MPI
+#include "pipeline/tiles_mpi.hpp"
+#endif
 #include "report.hpp"
 
 #include "heightgrid/core/error.hpp"
@@ -11,10 +14,15 @@
 
 #include <spdlog/spdlog.h>
 
+#include <omp.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
+#include <exception>
 #include <filesystem>
+#include <optional>
 #include <sstream>
 
 namespace heightgrid::app {
@@ -165,11 +173,33 @@ std::vector<int> parse_gpus(std::string const& text)
   return out;
 }
 
-int run_grid_tiled(grid_options const& o, grid_job_options const& job, std::vector<metric> const& bands,
-                   io::raster_write_options const& write, std::vector<std::string> const& paths)
-{
-  auto const start = std::chrono::steady_clock::now();
+namespace {
+
+/// A tiled job before it runs: its options and the catalogue of its inputs (every rank of an MPI
+/// job makes its own, the same).
+struct tiled_setup {
   tiled_job_options t;
+  std::vector<catalogue_entry> catalogue;
+  tile_source_opener open;
+  std::vector<skipped_input> unopened;  ///< inputs that failed to open (--skip-bad)
+};
+
+/// What this process does in a tiled job.
+enum class tiled_role {
+  alone,        ///< plans, writes the directory and grids every tile
+  coordinator,  ///< MPI rank 0: plans and writes the directory; grids nothing (needs no GPU)
+  worker,       ///< another MPI rank: grids the tiles rank 0 hands it
+};
+
+/// Checks the options, opens every input's header and decides the device. The output directory is
+/// checked first by the process that will write it (not by MPI workers, which would find it as rank
+/// 0 made it); the devices are those of a process that grids.
+tiled_setup open_catalogue(grid_options const& o, grid_job_options const& job, std::vector<metric> const& bands,
+                           io::raster_write_options const& write, std::vector<std::string> const& paths,
+                           tiled_role role)
+{
+  tiled_setup setup;
+  tiled_job_options& t = setup.t;
   t.job = job;
   t.fixed_grid = job.fixed_grid;
   t.job.fixed_grid.reset();
@@ -186,11 +216,11 @@ int run_grid_tiled(grid_options const& o, grid_job_options const& job, std::vect
   t.resume = o.resume;
   t.skip_bad = o.skip_bad;
   t.batch_points = o.in.reader.chunk_points;
-  t.gpus = parse_gpus(o.gpus);
-  expects(t.gpus.empty() || job.device != device_choice::cpu, error_kind::usage, "--gpus cannot be used with --device cpu");
+  expects(o.gpus.empty() || job.device != device_choice::cpu, error_kind::usage, "--gpus cannot be used with --device cpu");
+  if (role != tiled_role::coordinator) { t.gpus = parse_gpus(o.gpus); }
 
   // The output directory, before any input is read.
-  {
+  if (role != tiled_role::worker) {
     std::error_code ec;
     fs::path const dir(t.out_dir);
     if (fs::exists(dir, ec)) {
@@ -204,9 +234,9 @@ int run_grid_tiled(grid_options const& o, grid_job_options const& job, std::vect
   }
 
   // The catalogue: every input's header (bounds, point count, CRS), opened once.
-  std::vector<catalogue_entry> catalogue;
-  tile_source_opener open;
-  std::vector<skipped_input> unopened;
+  auto& catalogue = setup.catalogue;
+  auto& open = setup.open;
+  auto& unopened = setup.unopened;
   input_options const reader = o.in.synth.empty() ? reader_options(o.in) : o.in.reader;
   std::string crs = write.crs_wkt;
   if (!o.in.synth.empty()) {
@@ -253,14 +283,20 @@ int run_grid_tiled(grid_options const& o, grid_job_options const& job, std::vect
 
   // Where the tiles are gridded: --gpus, else the job's device choice (auto: the GPU when the whole
   // catalogue is big enough; its stage then serves every tile).
-  if (t.gpus.empty() && job.device == device_choice::automatic) {
+  if (t.gpus.empty() && job.device == device_choice::automatic && role != tiled_role::coordinator) {
     std::uint64_t points = 0;
     for (auto const& e : catalogue) { points += e.points; }
     t.job.device = points > 0 && auto_wants_gpu(points, job.request) && gpu_available() ? device_choice::gpu
                                                                                           : device_choice::cpu;
   }
 
-  auto r = run_tiled_job(catalogue, open, t);
+  return setup;
+}
+
+/// Says what the job did (the summary line, warnings, skipped inputs) and returns the exit code.
+int report_tiled(tiled_job_report r, std::vector<skipped_input> const& unopened,
+                 std::chrono::steady_clock::time_point start)
+{
   for (auto const& s : unopened) { r.skipped.insert(r.skipped.begin(), s); }
   for (auto const& w : r.warnings) { spdlog::warn("{}", printable(w)); }
   double const total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -287,6 +323,128 @@ int run_grid_tiled(grid_options const& o, grid_job_options const& job, std::vect
     return exit_skipped_inputs;
   }
   return 0;
+}
+
+/// How many ranks an MPI launcher (mpirun, mpiexec, srun) started, from this process's environment
+/// alone: 1 when none did, 0 when one did but the count is not there (PMIx outside Slurm). MPI is
+/// started only when there are other ranks, so a plain run never initialises it.
+int launched_ranks()
+{
+  auto const number = [](char const* name) -> std::optional<int> {
+    char const* v = std::getenv(name);
+    if (v == nullptr || *v == '\0') { return std::nullopt; }
+    char* end = nullptr;
+    long const n = std::strtol(v, &end, 10);
+    if (*end != '\0' || n < 1 || n > 1'000'000) { return std::nullopt; }
+    return static_cast<int>(n);
+  };
+  // Open MPI's mpirun; MPICH's Hydra and Slurm's PMI-2; PMIx (Slurm's --mpi=pmix, prterun).
+  if (auto const n = number("OMPI_COMM_WORLD_SIZE")) { return *n; }
+  if (auto const n = number("PMI_SIZE")) { return *n; }
+  if (std::getenv("PMIX_RANK") != nullptr) { return number("SLURM_STEP_NUM_TASKS").value_or(0); }
+  return 1;
+}
+
+}  // namespace
+
+#if HEIGHTGRID_HAVE_MPI
+namespace {
+
+/// The error that ended rank 0's part, said as main says it; returns its exit code. Rank 0 reports
+/// before the other ranks are told to end: a launcher may stop the job once a rank exits non-zero.
+int report_failure(std::exception_ptr failure)
+{
+  try {
+    std::rethrow_exception(failure);
+  } catch (error const& e) {
+    spdlog::error("{}", printable(e.what()));
+    return exit_code(e.kind());
+  } catch (std::bad_alloc const&) {
+    spdlog::error("out of host memory; try a coarser resolution (--res) or fewer inputs");
+    return exit_code(error_kind::resource);
+  } catch (std::exception const& e) {
+    spdlog::error("unexpected failure: {}", printable(e.what()));
+    return exit_code(error_kind::internal);
+  } catch (...) {
+    spdlog::error("unexpected failure");
+    return exit_code(error_kind::internal);
+  }
+}
+
+/// A rank other than 0: quiet (rank 0 reports; warnings come to it with each tile's outcome), its
+/// own catalogue, then the tiles rank 0 hands it.
+int serve_tiles(mpi_world const& world, grid_options const& o, grid_job_options const& job,
+                std::vector<metric> const& bands, io::raster_write_options const& write,
+                std::vector<std::string> const& paths)
+{
+  spdlog::set_pattern("heightgrid[rank " + std::to_string(world.rank()) + "]: %^%l%$: %v");
+  if (spdlog::get_level() > spdlog::level::debug) { spdlog::set_level(spdlog::level::err); }
+  tiled_setup s;
+  try {
+    s = open_catalogue(o, job, bands, write, paths, tiled_role::worker);
+  } catch (error const& e) {
+    return fail_tile_rank(world, e);
+  } catch (std::bad_alloc const&) {
+    return fail_tile_rank(world, error(error_kind::resource, "out of host memory while opening the inputs"));
+  } catch (std::exception const& e) {
+    return fail_tile_rank(world, error(error_kind::internal, e.what()));
+  }
+  // The host's cores are shared by its worker ranks unless --threads says how many each takes.
+  unsigned threads = job.threads;
+  if (o.run.threads == 0) {
+    threads = std::max(1u, job.threads / static_cast<unsigned>(world.local_workers()));
+    omp_set_num_threads(static_cast<int>(threads));
+  }
+  auto const& gpus = s.t.gpus;
+  int const device = gpus.empty() ? -1 : gpus[static_cast<std::size_t>(world.local_worker()) % gpus.size()];
+  try {
+    return serve_tile_rank(world, s.catalogue, s.open, s.t, device, threads);
+  } catch (...) {
+    // Tiles fail into their outcomes; this is the conversation failing (MPI, or a message this rank
+    // cannot read). Rank 0 would wait for this rank for ever: end every rank.
+    world.abort(report_failure(std::current_exception()));
+  }
+}
+
+}  // namespace
+#endif
+
+int run_grid_tiled(grid_options const& o, grid_job_options const& job, std::vector<metric> const& bands,
+                   io::raster_write_options const& write, std::vector<std::string> const& paths)
+{
+  auto const start = std::chrono::steady_clock::now();
+  auto const here = [&] {
+    auto s = open_catalogue(o, job, bands, write, paths, tiled_role::alone);
+    return report_tiled(run_tiled_job(s.catalogue, s.open, s.t), s.unopened, start);
+  };
+  int const launched = launched_ranks();
+  if (launched == 1) { return here(); }
+#if HEIGHTGRID_HAVE_MPI
+  mpi_world world;
+  if (world.size() == 1) { return here(); }
+  if (world.rank() != 0) { return serve_tiles(world, o, job, bands, write, paths); }
+  // Rank 0 coordinates: it plans, writes the manifest, the log and the VRT, and hands out tiles.
+  mpi_tile_ranks ranks(world);
+  int code = 0;
+  try {
+    auto s = open_catalogue(o, job, bands, write, paths, tiled_role::coordinator);
+    s.t.remote = &ranks;
+    code = report_tiled(run_tiled_job(s.catalogue, s.open, s.t), s.unopened, start);
+  } catch (...) {
+    code = report_failure(std::current_exception());
+  }
+  try {
+    ranks.finish(code);
+  } catch (...) {
+    world.abort(report_failure(std::current_exception()));
+  }
+  return code;
+#else
+  throw error(error_kind::usage,
+              "started as one of " + (launched > 0 ? std::to_string(launched) : std::string("several")) +
+                " MPI ranks, but this heightgrid was built without MPI (HEIGHTGRID_MPI=OFF): every rank would grid "
+                "every tile; run it once, without mpirun/srun, or build it with MPI");
+#endif
 }
 
 }  // namespace heightgrid::app

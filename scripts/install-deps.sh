@@ -3,7 +3,8 @@
 # As root it runs apt-get; otherwise it prints the exact command and fails.
 set -euo pipefail
 pkgs=(cmake make g++ pkg-config libgdal-dev gdal-bin libspdlog-dev libfmt-dev libcli11-dev
-      libgtest-dev googletest clang libclang-rt-14-dev libomp-dev gnuplot-nox nlohmann-json3-dev)
+      libgtest-dev googletest clang libclang-rt-14-dev libomp-dev gnuplot-nox nlohmann-json3-dev
+      libopenmpi-dev openmpi-bin)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -147,9 +147,25 @@ class tile_worker {
   std::uint64_t tiles_{0};
 };
 
+using tile_log = std::function<void(std::vector<std::string> const&)>;
+
 /// Hands the coordinator's tiles to `workers` on threads of this process; `log` receives the tile
 /// log's lines as tiles finish.
-void run_tiles_here(tile_coordinator& c, std::vector<std::unique_ptr<tile_worker>>& workers,
-                    std::function<void(std::vector<std::string> const&)> const& log, bool show_progress);
+void run_tiles_here(tile_coordinator& c, std::vector<std::unique_ptr<tile_worker>>& workers, tile_log const& log,
+                    bool show_progress);
+
+/// Tile workers in other processes, seen from the coordinator's (MPI rank 0: tiles_mpi.hpp).
+class remote_tile_workers {
+ public:
+  virtual ~remote_tile_workers() = default;
+  /// Before any tile: every worker opened the same catalogue as this process (or the first worker
+  /// that could not says why, thrown as its error).
+  virtual void check_catalogue(std::vector<catalogue_entry> const& catalogue) = 0;
+  /// One planning of the grid: hands the coordinator's tiles of `layout` to the workers, one at a
+  /// time to whichever asks, and feeds back their outcomes, until the coordinator is finished.
+  virtual void run(tile_coordinator& c, tiling const& layout, tile_log const& log, bool show_progress) = 0;
+  /// Per worker: its name, tiles gridded and seconds inside them, appended to the report.
+  virtual void describe(tiled_job_report& r) const = 0;
+};
 
 }  // namespace heightgrid::app

@@ -530,8 +530,8 @@ class log_writer {
 }  // namespace
 
 /// One worker per GPU (or one for the CPU) on threads of this process, sharing the cores.
-void run_tiles_here(tile_coordinator& c, std::vector<std::unique_ptr<tile_worker>>& workers,
-                    std::function<void(std::vector<std::string> const&)> const& log, bool show_progress)
+void run_tiles_here(tile_coordinator& c, std::vector<std::unique_ptr<tile_worker>>& workers, tile_log const& log,
+                    bool show_progress)
 {
   std::mutex mutex;
   std::condition_variable changed;
@@ -575,6 +575,7 @@ tiled_job_report run_tiled_job(std::vector<catalogue_entry> const& catalogue, ti
   tiled_job_options o = options;
   tiled_job_report report;
   unsigned const threads = worker_threads(o.job.threads);
+  if (o.remote != nullptr) { o.remote->check_catalogue(catalogue); }
   bounds learnt;  // points found outside every header's bounds
   for (;;) {
     auto const grid = plan_tiled_grid(catalogue, open, o, learnt);
@@ -592,16 +593,22 @@ tiled_job_report run_tiled_job(std::vector<catalogue_entry> const& catalogue, ti
       }
     }
     log_writer log(dir / log_name);
-    // Workers: one per GPU, the cores shared among them; else one worker with every core.
-    std::vector<std::unique_ptr<tile_worker>> workers;
-    std::size_t const n = std::max<std::size_t>(1, o.gpus.size());
-    unsigned const per_worker = std::max(1u, threads / static_cast<unsigned>(n));
-    for (std::size_t i = 0; i < n; ++i) {
-      workers.push_back(std::make_unique<tile_worker>(o, layout, catalogue, open, o.gpus.empty() ? -1 : o.gpus[i],
-                                                      per_worker));
-    }
+    tile_log const append = [&](std::vector<std::string> const& lines) { log.append(lines); };
     bool const progress = o.job.progress_terminal;
-    run_tiles_here(c, workers, [&](std::vector<std::string> const& lines) { log.append(lines); }, progress);
+    // Workers: MPI ranks (this process only coordinates); else one per GPU, the cores shared among
+    // them; else one worker with every core.
+    std::vector<std::unique_ptr<tile_worker>> workers;
+    if (o.remote != nullptr) {
+      o.remote->run(c, layout, append, progress);
+    } else {
+      std::size_t const n = std::max<std::size_t>(1, o.gpus.size());
+      unsigned const per_worker = std::max(1u, threads / static_cast<unsigned>(n));
+      for (std::size_t i = 0; i < n; ++i) {
+        workers.push_back(std::make_unique<tile_worker>(o, layout, catalogue, open, o.gpus.empty() ? -1 : o.gpus[i],
+                                                        per_worker));
+      }
+      run_tiles_here(c, workers, append, progress);
+    }
     if (progress) { std::fprintf(stderr, "\n"); }
     report.layout = layout;
     auto earlier = std::move(report.warnings);
@@ -613,6 +620,7 @@ tiled_job_report run_tiled_job(std::vector<catalogue_entry> const& catalogue, ti
       report.worker_gpu_s.push_back(w->gpu_seconds());
       report.worker_tiles.push_back(w->tiles());
     }
+    if (o.remote != nullptr) { o.remote->describe(report); }
     if (auto const f = c.fatal()) { throw *f; }
     if (c.replan()) {
       // A point outside every header's grid: the grid grows to hold it, and the job starts over.

@@ -35,6 +35,8 @@
 
 namespace heightgrid::app {
 
+class remote_tile_workers;
+
 /// One input as the catalogue knows it from its header.
 struct catalogue_entry {
   std::string path;                ///< the file ("synthetic ..." for --synth)
@@ -61,6 +63,9 @@ struct tiled_job_options {
   bool skip_bad{false};
   std::vector<int> gpus;           ///< CUDA devices, one tile worker each; empty: one worker
   std::size_t batch_points{default_part_points};  ///< the largest part of any input
+  /// Workers in other processes (MPI ranks: tiles_mpi.hpp) that grid every tile instead of workers
+  /// of this one; null: this process grids them.
+  remote_tile_workers* remote{nullptr};
 };
 
 /// How many inputs are unusable and why (--skip-bad).
@@ -82,7 +87,7 @@ struct tiled_job_report {
   std::vector<skipped_input> skipped;
   std::vector<std::string> warnings;
   std::string vrt;
-  std::vector<std::string> workers;    ///< "GPU 0 (NVIDIA H100 ...)", "CPU"
+  std::vector<std::string> workers;    ///< "GPU 0 (NVIDIA H100 ...)", "CPU", "rank 1 on HOST: ..."
   std::vector<double> worker_busy_s;   ///< per worker, seconds inside tile jobs
   std::vector<double> worker_gpu_s;    ///< per worker, seconds its GPU's compute stream was busy
   std::vector<std::uint64_t> worker_tiles;
