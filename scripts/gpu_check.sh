@@ -282,9 +282,10 @@ if [[ $part == gpus ]]; then
     echo "$label: wall $w s, peak RSS $((m / 1024)) MiB"
     grep -E 'tiles of' "$work/v.log" | sed 's/^heightgrid: info: //' | cut -c1-600
   }
-  same_tiles() {  # same_tiles DIR_A DIR_B: every tile byte-identical
-    local a=$1 b=$2 n=0 bad=0
-    for f in "$a"/*.tif; do n=$((n + 1)); cmp -s "$f" "$b/$(basename "$f")" || bad=$((bad + 1)); done
+  same_tiles() {  # same_tiles DIR_A DIR_B: every tile byte-identical (tiles are named after their directory)
+    local a=$1 b=$2 n=0 bad=0 pa pb
+    pa=$(basename "$a"); pb=$(basename "$b")
+    for f in "$a/${pa}"_*.tif; do n=$((n + 1)); cmp -s "$f" "$b/${pb}_${f#"$a/${pa}"_}" || bad=$((bad + 1)); done
     [[ $(ls "$a"/*.tif | wc -l) == $(ls "$b"/*.tif | wc -l) ]] || bad=$((bad + 1))
     echo "tiles $a vs $b: $n tiles, $bad differ"; (( bad == 0 )) || fail "tiles differ: $a $b"
   }
