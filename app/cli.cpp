@@ -1,5 +1,13 @@
 #include "cli.hpp"
 
+#include "heightgrid/core/error.hpp"
+#include "heightgrid/core/quote.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <new>
+#include <system_error>
+
 namespace heightgrid::app {
 
 command_line::command_line(std::string const& invocation)
@@ -27,6 +35,33 @@ std::string join_arguments(int argc, char const* const* argv)
   std::string joined;
   for (int i = 0; i < argc; ++i) { joined += (i == 0 ? "" : " ") + std::string(argv[i]); }
   return joined;
+}
+
+int report_failure(std::exception_ptr failure)
+{
+  try {
+    std::rethrow_exception(failure);
+  } catch (error const& e) {
+    spdlog::error("{}", printable(e.what()));
+    return exit_code(e.kind());
+  } catch (std::system_error const& e) {
+    // std::thread's "Resource temporarily unavailable": the system would not start another thread.
+    if (e.code() == std::errc::resource_unavailable_try_again) {
+      spdlog::error("cannot start another thread ({}); use fewer --threads", e.what());
+      return exit_code(error_kind::resource);
+    }
+    spdlog::error("unexpected failure: {}", printable(e.what()));
+    return exit_code(error_kind::internal);
+  } catch (std::bad_alloc const&) {
+    spdlog::error("out of host memory; try a coarser resolution (--res) or fewer inputs");
+    return exit_code(error_kind::resource);
+  } catch (std::exception const& e) {
+    spdlog::error("unexpected failure: {}", printable(e.what()));
+    return exit_code(error_kind::internal);
+  } catch (...) {
+    spdlog::error("unexpected failure");
+    return exit_code(error_kind::internal);
+  }
 }
 
 }  // namespace heightgrid::app

@@ -12,6 +12,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <exception>
 #include <string>
 
 namespace heightgrid::app {
@@ -45,5 +46,10 @@ struct command_line {
 
 /// argv joined by spaces, as command_line's `invocation`.
 [[nodiscard]] std::string join_arguments(int argc, char const* const* argv);
+
+/// Says a command's failure on the log as every command does (the error's text, quoted; out of
+/// memory, threads that cannot start and unexpected exceptions each with their advice) and returns
+/// the exit code it maps to (README "Conventions").
+int report_failure(std::exception_ptr failure);
 
 }  // namespace heightgrid::app

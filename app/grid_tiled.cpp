@@ -1,5 +1,7 @@
 #include "grid_tiled.hpp"
 
+#include "cli.hpp"
+
 #include "pipeline/sources.hpp"
 #include "pipeline/tiles.hpp"
 #if HEIGHTGRID_HAVE_MPI
@@ -350,27 +352,6 @@ int launched_ranks()
 #if HEIGHTGRID_HAVE_MPI
 namespace {
 
-/// The error that ended rank 0's part, said as main says it; returns its exit code. Rank 0 reports
-/// before the other ranks are told to end: a launcher may stop the job once a rank exits non-zero.
-int report_failure(std::exception_ptr failure)
-{
-  try {
-    std::rethrow_exception(failure);
-  } catch (error const& e) {
-    spdlog::error("{}", printable(e.what()));
-    return exit_code(e.kind());
-  } catch (std::bad_alloc const&) {
-    spdlog::error("out of host memory; try a coarser resolution (--res) or fewer inputs");
-    return exit_code(error_kind::resource);
-  } catch (std::exception const& e) {
-    spdlog::error("unexpected failure: {}", printable(e.what()));
-    return exit_code(error_kind::internal);
-  } catch (...) {
-    spdlog::error("unexpected failure");
-    return exit_code(error_kind::internal);
-  }
-}
-
 /// A rank other than 0: quiet (rank 0 reports; warnings come to it with each tile's outcome), its
 /// own catalogue, then the tiles rank 0 hands it.
 int serve_tiles(mpi_world const& world, grid_options const& o, grid_job_options const& job,
@@ -402,7 +383,7 @@ int serve_tiles(mpi_world const& world, grid_options const& o, grid_job_options 
   } catch (...) {
     // Tiles fail into their outcomes; this is the conversation failing (MPI, or a message this rank
     // cannot read). Rank 0 would wait for this rank for ever: end every rank.
-    world.abort(report_failure(std::current_exception()));
+    world.abort(report_failure(std::current_exception()));  // said before the ranks are told to end
   }
 }
 

@@ -115,23 +115,8 @@ int run(int argc, char** argv)
     if (cli.compare_cmd->parsed()) { return app::run_compare(cli.compare); }
     if (cli.bench_reduce_cmd->parsed()) { return app::run_bench_reduce(cli.bench_reduce); }
     if (cli.limits_cmd->parsed()) { return app::run_limits(cli.limits); }
-  } catch (error const& e) {
-    spdlog::error("{}", printable(e.what()));
-    return exit_code(e.kind());
-  } catch (std::system_error const& e) {
-    // std::thread's "Resource temporarily unavailable": the system would not start another thread.
-    if (e.code() == std::errc::resource_unavailable_try_again) {
-      spdlog::error("cannot start another thread ({}); use fewer --threads", e.what());
-      return exit_code(error_kind::resource);
-    }
-    spdlog::error("unexpected failure: {}", printable(e.what()));
-    return exit_code(error_kind::internal);
-  } catch (std::bad_alloc const&) {
-    spdlog::error("out of host memory; try a coarser resolution (--res) or fewer inputs");
-    return exit_code(error_kind::resource);
-  } catch (std::exception const& e) {
-    spdlog::error("unexpected failure: {}", printable(e.what()));
-    return exit_code(error_kind::internal);
+  } catch (...) {
+    return app::report_failure(std::current_exception());
   }
   return 0;
 }

@@ -134,8 +134,7 @@ void tile_coordinator::mark_done_earlier(std::uint64_t index, bool written)
   if (it == tiles_.end()) { return; }
   it->second.state = tile_state::done;
   it->second.written = written;
-  ++resumed_;
-  queue_.erase(std::remove(queue_.begin(), queue_.end(), index), queue_.end());
+  ++resumed_;  // next() passes over it in the queue (no search here: a resume may mark 10^5 tiles)
 }
 
 std::optional<tile_task> tile_coordinator::next()
