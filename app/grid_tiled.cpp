@@ -304,12 +304,12 @@ int report_tiled(tiled_job_report r, std::vector<skipped_input> const& unopened,
   double const total_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::ostringstream workers;
   for (std::size_t i = 0; i < r.workers.size(); ++i) {
-    workers << (i ? "; " : "") << r.workers[i] << ": " << r.worker_tiles[i] << " tiles, busy "
-            << human_seconds(r.worker_busy_s[i]) << " (" << static_cast<int>(100.0 * r.worker_busy_s[i] / std::max(total_s, 1e-9))
-            << " %)";
-    if (r.worker_gpu_s[i] > 0.0) {
-      workers << ", GPU compute " << human_seconds(r.worker_gpu_s[i]) << " ("
-              << static_cast<int>(100.0 * r.worker_gpu_s[i] / std::max(total_s, 1e-9)) << " %)";
+    auto const& w = r.workers[i];
+    workers << (i ? "; " : "") << w.name << ": " << w.tiles << " tiles, busy " << human_seconds(w.busy_s) << " ("
+            << static_cast<int>(100.0 * w.busy_s / std::max(total_s, 1e-9)) << " %)";
+    if (w.gpu_s > 0.0) {
+      workers << ", GPU compute " << human_seconds(w.gpu_s) << " (" << static_cast<int>(100.0 * w.gpu_s / std::max(total_s, 1e-9))
+              << " %)";
     }
   }
   spdlog::info("{} x {} tiles of {} x {} cells over a grid of {} x {}: {} written, {} empty, {} resumed, {} gridded "

@@ -614,10 +614,7 @@ tiled_job_report run_tiled_job(std::vector<catalogue_entry> const& catalogue, ti
     c.fill(report);
     report.warnings.insert(report.warnings.begin(), earlier.begin(), earlier.end());
     for (auto const& w : workers) {
-      report.workers.push_back(w->name());
-      report.worker_busy_s.push_back(w->busy_seconds());
-      report.worker_gpu_s.push_back(w->gpu_seconds());
-      report.worker_tiles.push_back(w->tiles());
+      report.workers.push_back({w->name(), w->tiles(), w->busy_seconds(), w->gpu_seconds()});
     }
     if (o.remote != nullptr) { o.remote->describe(report); }
     if (auto const f = c.fatal()) { throw *f; }

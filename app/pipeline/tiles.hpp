@@ -74,6 +74,14 @@ struct skipped_input {
   std::string reason;
 };
 
+/// What one tile worker did: "GPU 0 (NVIDIA H100 ...), 16 threads", "rank 3 on host", "worker".
+struct tile_worker_summary {
+  std::string name;
+  std::uint64_t tiles{0};
+  double busy_s{0.0};  ///< seconds inside tile jobs
+  double gpu_s{0.0};   ///< seconds its GPU's compute stream was busy (0 without a GPU)
+};
+
 struct tiled_job_report {
   tiling layout;
   std::uint64_t tiles_planned{0};   ///< tiles that any input meets
@@ -87,10 +95,7 @@ struct tiled_job_report {
   std::vector<skipped_input> skipped;
   std::vector<std::string> warnings;
   std::string vrt;
-  std::vector<std::string> workers;    ///< "GPU 0 (NVIDIA H100 ...)", "CPU", "rank 1 on HOST: ..."
-  std::vector<double> worker_busy_s;   ///< per worker, seconds inside tile jobs
-  std::vector<double> worker_gpu_s;    ///< per worker, seconds its GPU's compute stream was busy
-  std::vector<std::uint64_t> worker_tiles;
+  std::vector<tile_worker_summary> workers;  ///< what each worker (thread or MPI rank) did
   double seconds{0.0};
   int replans{0};
 };

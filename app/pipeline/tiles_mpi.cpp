@@ -225,6 +225,7 @@ std::vector<char> encode_outcome(tile_outcome const& o, std::string const& worke
   w.put<std::uint64_t>(o.warnings.size());
   for (auto const& text : o.warnings) { w.put_string(text); }
   w.put(o.seconds);
+  w.put(o.gpu_seconds);
   w.put_string(worker_name);
   return w.take();
 }
@@ -257,6 +258,7 @@ tile_outcome decode_outcome(std::vector<char> const& bytes, std::string* worker_
   o.warnings.resize(r.count(sizeof(std::uint64_t)));
   for (auto& text : o.warnings) { text = r.get_string(); }
   o.seconds = r.get<double>();
+  o.gpu_seconds = r.get<double>();
   auto name = r.get_string();
   r.end();
   if (worker_name != nullptr) { *worker_name = std::move(name); }
@@ -412,6 +414,7 @@ void mpi_tile_ranks::run(tile_coordinator& c, tiling const& layout, tile_log con
       w.task.reset();
       ++w.tiles;
       w.busy_s += outcome.seconds;
+      w.gpu_s += outcome.gpu_seconds;
       log(c.complete(task, outcome));
       if (show_progress) { c.report_progress(); }
     }
@@ -426,9 +429,8 @@ void mpi_tile_ranks::run(tile_coordinator& c, tiling const& layout, tile_log con
 void mpi_tile_ranks::describe(tiled_job_report& r) const
 {
   for (auto const& [rank, w] : workers_) {
-    r.workers.push_back(rank_name(rank, w.host) + (w.name.empty() ? std::string() : ", " + w.name));
-    r.worker_tiles.push_back(w.tiles);
-    r.worker_busy_s.push_back(w.busy_s);
+    r.workers.push_back(
+      {rank_name(rank, w.host) + (w.name.empty() ? std::string() : ", " + w.name), w.tiles, w.busy_s, w.gpu_s});
   }
 }
 

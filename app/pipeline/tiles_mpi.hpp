@@ -92,6 +92,7 @@ class mpi_tile_ranks final : public remote_tile_workers {
     std::string name;  ///< its tile worker's, from its last outcome
     std::uint64_t tiles{0};
     double busy_s{0.0};
+    double gpu_s{0.0};
   };
   /// Reads rank `r`'s hello if it is still to come.
   void read_hello(int r);

@@ -40,6 +40,7 @@ TEST(TilesMpi, OutcomeRoundTripsEveryField)
   o.error = error_kind::input;
   o.warnings = {"", "a warning", std::string(5000, 'w')};
   o.seconds = 0.1;
+  o.gpu_seconds = 0.025;
   std::string name;
   auto const back = decode_outcome(encode_outcome(o, "worker (1 threads)"), &name);
   EXPECT_EQ(name, "worker (1 threads)");
@@ -59,6 +60,7 @@ TEST(TilesMpi, OutcomeRoundTripsEveryField)
   EXPECT_EQ(back.error, o.error);
   EXPECT_EQ(back.warnings, o.warnings);
   EXPECT_EQ(back.seconds, o.seconds);
+  EXPECT_EQ(back.gpu_seconds, o.gpu_seconds);
 }
 
 TEST(TilesMpi, TilingRoundTripsBitForBit)
