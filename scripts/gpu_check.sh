@@ -2,7 +2,7 @@
 # GPU verification and timings, run on the lent GPU machine from a device pack:
 #   tar xJf .devpack/pack.tar.xz -C /tmp && source /tmp/pack/env.sh && scripts/gpu_check.sh PART
 # PART: tests | sanitize (sanitize_stream: the streaming binner only) | equal | bench (POINTS=1e8 LAS) | all, or (run alone) crossover | huge | laz (LAZ_WHEELS) | ladder | sanitize2 | sweep | compare8 |
-# gpus (SYNTH_POINTS) | compare9 (KINDS="skewed clustered" picks the kinds) | sums | torch | pipeline | real (REPEAT=20, MODES=thread,warp,hybrid
+# gpus (SYNTH_POINTS) | mpi | compare9 (KINDS="skewed clustered" picks the kinds) | sums | torch | pipeline | real (REPEAT=20, MODES=thread,warp,hybrid
 # picks the modes, COMPARE_ARGS=--no-gate adds options) | ncu (KINDS, POINTS) | ncu_source (KIND, KERNEL, MODES). sweep takes SWEEP_ARGS. Logs go to $OUT (or /tmp/gpu_out).
 set -u
 out=${OUT:-/tmp/gpu_out}; mkdir -p "$out"
@@ -331,6 +331,43 @@ if [[ $part == gpus ]]; then
   done
   for g in $counts cpu; do [[ $g != 1 ]] && same_tiles "$work/ce_1" "$work/ce_$g"; done
   heightgrid limits "$cat_dir/t_0_0.las" 2>&1 | sed 's/^heightgrid: info: //' | head -4
+fi
+
+if [[ $part == mpi ]]; then
+  # MPI scaling of a tiled job with the CPU backend (issue #19): 64 LAS files of 1.5625e6 points
+  # (10^8), one tile per file; a plain run, then 2, 4, 8, 16 (and 17) ranks, one thread each. Rank 0
+  # only coordinates, so N ranks grid with N - 1.
+  command -v mpirun > /dev/null || { fail "mpirun not found"; }
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  per_file=${MPI_FILE_POINTS:-1562500}
+  cat_dir=$work/mpicat_$per_file
+  if [[ ! -d $cat_dir ]]; then
+    mkdir -p "$cat_dir"
+    for i in $(seq 0 7); do
+      for j in $(seq 0 7); do
+        heightgrid synth lidar --points "$per_file" --threads 2 --seed $((i * 8 + j + 1)) --a_srs EPSG:32633 -q \
+          --extent $((i * 1250)) $((j * 1250)) $((i * 1250 + 1250)) $((j * 1250 + 1250)) -o "$cat_dir/t_${i}_$j.las" &
+      done
+      wait
+    done
+  fi
+  args=("$cat_dir" --res 1 --tile-size 1250 --device cpu --threads 1 ${MPI_ARGS:-})
+  heightgrid grid "${args[@]}" -o "$work/m_warm" -q; rm -rf "$work/m_warm"
+  for n in ${MPI_RANKS:-1 2 3 5 9 17}; do
+    rm -rf "$work/m_$n"
+    if (( n == 1 )); then
+      /usr/bin/time -f "%e" -o "$work/time" heightgrid grid "${args[@]}" -o "$work/m_$n" -q
+    else
+      /usr/bin/time -f "%e" -o "$work/time" mpirun -n $n --oversubscribe --bind-to none heightgrid grid "${args[@]}" -o "$work/m_$n" -q
+    fi
+    rc=$?; (( rc == 0 )) || fail "mpi $n ranks exited $rc"
+    echo "ranks $n (gridding $(( n > 1 ? n - 1 : 1 ))): wall $(tail -1 "$work/time") s"
+  done
+  for n in ${MPI_RANKS:-1 2 3 5 9 17}; do
+    (( n == 1 )) && continue
+    bad=0; for f in "$work/m_1"/m_1_*.tif; do cmp -s "$f" "$work/m_$n/m_${n}_${f#"$work/m_1/m_1_"}" || bad=$((bad + 1)); done
+    echo "ranks $n vs plain: $bad tiles differ"; (( bad == 0 )) || fail "mpi $n tiles differ"
+  done
 fi
 
 if (( ${#failures[@]} > 0 )); then
