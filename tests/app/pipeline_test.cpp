@@ -527,6 +527,34 @@ TEST(GridJob, AFixedExtentCountsThePointsOutside)
   EXPECT_EQ(report.outside, 40000U - inside);
 }
 
+TEST(GridJob, AGpuJobThatNoPointReachesWritesEmptyCellsAndServesTheNextJob)
+{
+  if (!gpu_available()) { GTEST_SKIP() << "no usable GPU: the GPU route is checked on the GPU machine"; }
+  auto const c = three_clouds(1000, false);
+  auto const sources = sources_of(c);
+  grid_job_options o;
+  o.xres = o.yres = 2.0;
+  o.request = extremes();
+  o.device = device_choice::gpu;
+  // A tile far from every point (the GPU route once finalized from a host grid it never made),
+  // then one over the points on the same stage, as a tiled job's worker does.
+  auto stage = std::make_shared<gpu_stage>(1000, 16);
+  o.fixed_grid = grid_from_extent(1e6, 1e6, 1e6 + 40.0, 1e6 + 40.0, 2.0, 2.0);
+  memory_output empty;
+  auto const far = run_grid_job(sources, o, empty, stage);
+  EXPECT_EQ(far.binned, 0U);
+  EXPECT_EQ(far.non_empty, 0U);
+  ASSERT_TRUE(empty.committed);
+  for (auto const n : empty.bands.count) { EXPECT_EQ(n, 0U); }
+  o.fixed_grid = grid_from_extent(10.0, 10.0, 40.0, 50.0, 2.0, 2.0);
+  memory_output near;
+  auto const report = run_grid_job(sources, o, near, stage);
+  grid_spec g;
+  auto const want = reference(c, o.request, 2.0, g, o.fixed_grid);
+  expect_bands(near.bands, want, o.request);
+  EXPECT_EQ(report.gpu_batches > 0, true);
+}
+
 TEST(GridJob, ATightMemoryBudgetBinsInBandsWithTheSameResult)
 {
   auto const c = three_clouds(900, true);
