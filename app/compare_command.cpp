@@ -17,6 +17,7 @@
 #include "heightgrid/kernels/device_csr.hpp"
 #include "heightgrid/kernels/gpu.hpp"
 #include "heightgrid/kernels/grid_gpu.hpp"
+#include "heightgrid/kernels/order_stats.hpp"
 #include "heightgrid/kernels/reduce_mode.hpp"
 
 #include <nlohmann/json.hpp>
@@ -43,6 +44,7 @@ constexpr char const* cpu_mode_name = "cpu";
 struct mode_entry {
   std::string name;
   std::optional<reduce_mode> gpu;
+  std::optional<order_sort> order;  ///< a GPU sort for order statistics (percentiles), not a reduce mode
 };
 
 /// A mode listed but not run, and why.
@@ -63,8 +65,8 @@ std::vector<mode_entry> parse_modes(std::string const& list)
 {
   std::vector<mode_entry> out;
   if (list.empty()) {
-    for (auto m : all_modes()) { out.push_back({std::string(mode_name(m)), m}); }
-    out.push_back({cpu_mode_name, std::nullopt});
+    for (auto m : all_modes()) { out.push_back({std::string(mode_name(m)), m, std::nullopt}); }
+    out.push_back({cpu_mode_name, std::nullopt, std::nullopt});
     return out;
   }
   std::istringstream items(list);
@@ -73,8 +75,10 @@ std::vector<mode_entry> parse_modes(std::string const& list)
     item.erase(0, item.find_first_not_of(' '));
     item.erase(item.find_last_not_of(' ') + 1);
     expects(!item.empty(), error_kind::usage, "--modes: empty mode name in '" + list + "'");
-    mode_entry c{item, std::nullopt};
-    if (item != cpu_mode_name) {
+    mode_entry c{item, std::nullopt, std::nullopt};
+    if (auto const sort = parse_order_sort(item)) {
+      c.order = *sort;
+    } else if (item != cpu_mode_name) {
       auto const m = parse_mode(item);
       expects(m.has_value(), error_kind::usage,
               "--modes: unknown mode '" + item + "' (expected a comma list of " + known_modes() + ")");
@@ -254,7 +258,10 @@ CLI::App* add_compare_command(CLI::App& app, compare_options& o)
                "time them next to the input's points-per-cell imbalance");
   cmd->add_option("inputs", o.in.inputs, "Input files, directories or globs (or use --synth KIND)");
   add_geometry_options(*cmd, o.geometry);
-  add_metrics_option(*cmd, o.metrics, "Bands every mode computes");
+  add_metrics_option(*cmd, o.metrics,
+                     "Bands every mode computes (percentiles, median and prange: by the sort-segmented and "
+                     "sort-radix GPU sorts and cpu; the reduce modes do the rest)");
+  add_prange_option(*cmd, o.prange);
   cmd->add_option("--modes", o.modes,
                   "Comma list of modes to run, the first being the reference the others must match "
                   "(default: every GPU mode, then cpu: " +
@@ -292,10 +299,32 @@ int run_compare(compare_options const& o)
   if (!o.replot.empty()) { return replot(o); }
   // --- every option, checked together before any work
   auto const [xres, yres] = cell_size(o.geometry);
-  auto const metrics = parse_metric_list(o.metrics);
-  auto const request = metric_request::from(metrics);
+  auto const [metrics, request] = parse_metrics(o.metrics, o.prange);
   auto const filter = make_filter(o.in);
-  auto const modes = parse_modes(o.modes);
+  auto modes = parse_modes(o.modes);
+  // Order statistics: the reduce modes compute the other bands, the GPU sorts and cpu these.
+  metric_request reduce_request = request;
+  reduce_request.percentiles.clear();
+  reduce_request.prange = false;
+  metric_request order_request{};
+  order_request.percentiles = request.percentiles;
+  order_request.prange = request.prange;
+  order_request.prange_lo = request.prange_lo;
+  order_request.prange_hi = request.prange_hi;
+  bool const reduce_bands = request.range || request.min || request.max || request.count || request.mean ||
+                            request.stddev;
+  if (request.needs_order() && o.modes.empty()) {
+    if (!reduce_bands) {  // only order statistics: the reduce modes have nothing to do
+      modes.erase(std::remove_if(modes.begin(), modes.end(), [](mode_entry const& m) { return m.gpu.has_value(); }),
+                  modes.end());
+    }
+    modes.insert(modes.begin(), {{std::string(order_sort_name(order_sort::segmented)), std::nullopt, order_sort::segmented},
+                                 {std::string(order_sort_name(order_sort::radix)), std::nullopt, order_sort::radix}});
+  }
+  for (auto const& m : modes) {
+    expects(!m.order || request.needs_order(), error_kind::usage,
+            "--modes " + m.name + " sorts for percentiles, median or prange, which --metrics does not ask for");
+  }
   expects(o.repeat >= 1, error_kind::usage, "--repeat must be >= 1");
   auto const csr = parse_csr_method(o.csr.empty() ? std::string(csr_method_name(default_csr_method)) : o.csr);
   expects(csr.has_value(), error_kind::usage, "--csr: '" + o.csr + "' is not counting or radix_sort");
@@ -309,18 +338,19 @@ int run_compare(compare_options const& o)
 
   // --- which modes can run here
   std::string why_not;
-  bool const wants_gpu = std::any_of(modes.begin(), modes.end(), [](mode_entry const& m) { return m.gpu.has_value(); });
+  bool const wants_gpu = std::any_of(modes.begin(), modes.end(),
+                                     [](mode_entry const& m) { return m.gpu.has_value() || m.order.has_value(); });
   bool const use_gpu = wants_gpu && gpu_available(&why_not);
   std::vector<mode_entry> runnable;
   std::vector<skipped_mode> skipped;
   std::string no_gpu_list;
   for (auto const& m : modes) {
-    if (m.gpu && !mode_supports(*m.gpu, request)) {
+    if (m.gpu && (!mode_supports(*m.gpu, reduce_request) || !reduce_bands)) {
       // A mode named on purpose must do what was asked; one from the default list steps aside.
       expects(o.modes.empty(), error_kind::usage,
               "--modes " + m.name + " cannot produce every band of --metrics " + o.metrics);
       skipped.push_back({m.name, "cannot produce every band of --metrics " + o.metrics});
-    } else if (m.gpu && !use_gpu) {
+    } else if ((m.gpu || m.order) && !use_gpu) {
       skipped.push_back({m.name, "no usable GPU: " + why_not});
       no_gpu_list += (no_gpu_list.empty() ? "" : ",") + m.name;
     } else {
@@ -394,39 +424,48 @@ int run_compare(compare_options const& o)
 
   // --- every mode: a warm-up, then the timed runs; bands checked against the first mode's
   std::vector<mode_result> results;
-  std::optional<cell_results> reference;
+  std::optional<cell_results> reference, order_reference;
+  std::string reference_name, order_reference_name;
   std::string mismatch;
   for (auto const& m : runnable) {
     mode_result r;
     r.name = m.name;
-    r.gpu = m.gpu.has_value();
+    r.gpu = m.gpu.has_value() || m.order.has_value();
     r.uses_csr = !m.gpu || mode_reduces_csr(*m.gpu);
     r.bytes = r.uses_csr ? bytes : point_bytes;
     cell_results bands;
-    if (m.gpu && !r.uses_csr) {
+    if (m.order) {
+      // The sort and the per-cell selection over the CSR already on the device.
+      (void)order_stats_of_csr(*dev, order_request, nodata, *m.order);
+      for (int k = 0; k < o.repeat; ++k) {
+        auto run = order_stats_of_csr(*dev, order_request, nodata, *m.order);
+        r.ms.push_back(run.kernel_ms);
+        if (k + 1 == o.repeat) { bands = std::move(run.bands); }
+      }
+    } else if (m.gpu && !r.uses_csr) {
       // No CSR to reuse: the whole device pipeline runs each time (points uploaded again), and
       // its reduce phase is what is timed.
-      (void)grid_points_gpu(grid, loaded.points, request, nodata, *m.gpu, *csr, nullptr);
+      (void)grid_points_gpu(grid, loaded.points, reduce_request, nodata, *m.gpu, *csr, nullptr);
       for (int k = 0; k < o.repeat; ++k) {
-        auto run = grid_points_gpu(grid, loaded.points, request, nodata, *m.gpu, *csr, nullptr);
+        auto run = grid_points_gpu(grid, loaded.points, reduce_request, nodata, *m.gpu, *csr, nullptr);
         r.ms.push_back(run.times.reduce_ms);
         r.d2h_ms = run.times.d2h_ms;
         if (k + 1 == o.repeat) { bands = std::move(run.results); }
       }
     } else if (m.gpu) {
-      (void)reduce(*dev, request, nodata, *m.gpu, nullptr).kernel_ms();
+      (void)reduce(*dev, reduce_request, nodata, *m.gpu, nullptr).kernel_ms();
       std::optional<device_cell_results> last;
       for (int k = 0; k < o.repeat; ++k) {
         last.reset();  // free the previous run's bands before the next allocates its own
         if (o.no_gate) {
-          last.emplace(reduce(*dev, request, nodata, *m.gpu, nullptr));
+          last.emplace(reduce(*dev, reduce_request, nodata, *m.gpu, nullptr));
           r.ms.push_back(last->kernel_ms());
           continue;
         }
         // The run is enqueued whole behind the gate, then runs back to back on the device: its
         // events time the device's work, not the host's launch latency (stream_gate).
         stream_gate gate(nullptr);
-        last.emplace(reduce(*dev, request, nodata, *m.gpu, nullptr));
+        last.emplace(reduce(*dev, reduce_request, nodata, *m.gpu, nullptr));
         gate.open();
         r.ms.push_back(last->kernel_ms());
         expects(!gate.timed_out(), error_kind::internal,
@@ -451,10 +490,23 @@ int run_compare(compare_options const& o)
     r.gbps = gigabytes_per_second(r.bytes, r.median_ms);
     if (r.gpu && peak && peak->gbps > 0.0) { r.percent_of_read_bw = 100.0 * r.gbps / peak->gbps; }
     spdlog::debug("{}: median {:.4f} ms over {} runs", r.name, r.median_ms, r.ms.size());
-    if (!reference) {
-      reference = std::move(bands);
-    } else if (mismatch.empty()) {
-      mismatch = mode_mismatch(runnable.front().name, *reference, m.name, bands, request, grid);
+    // Each mode is checked against the first that computed the same bands: the reduce bands, and the
+    // order statistics (the GPU sorts and cpu).
+    if (!m.order && reduce_bands) {
+      if (!reference) {
+        reference = bands;
+        reference_name = m.name;
+      } else if (mismatch.empty()) {
+        mismatch = mode_mismatch(reference_name, *reference, m.name, bands, reduce_request, grid);
+      }
+    }
+    if (m.order || (!m.gpu && request.needs_order())) {
+      if (!order_reference) {
+        order_reference = bands;
+        order_reference_name = m.name;
+      } else if (mismatch.empty()) {
+        mismatch = mode_mismatch(order_reference_name, *order_reference, m.name, bands, order_request, grid);
+      }
     }
     results.push_back(std::move(r));
   }

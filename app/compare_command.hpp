@@ -15,6 +15,7 @@ struct compare_options {
   input_selection in;
   grid_geometry geometry;
   std::string metrics{"range"};
+  std::string prange{"5,95"};
   std::string modes;  ///< comma list; empty: every GPU mode (all_modes()) and cpu
   int repeat{10};
   bool no_gate{false};  ///< time GPU runs without holding the stream (host launch gaps counted)

@@ -177,6 +177,7 @@ CLI::App* add_grid_command(CLI::App& app, grid_options& o)
   cmd->add_option("-o,--output", o.output, "Output GeoTIFF (with --tile-size: a directory of tiles and a VRT)")->required();
   add_geometry_options(*cmd, o.geometry);
   add_metrics_option(*cmd, o.metrics, "Bands to write, in order");
+  add_prange_option(*cmd, o.prange);
   cmd->add_option("--nodata", o.nodata, "Value of empty cells in float bands ('nan' or a number)")->default_val("nan");
   cmd->add_option("--a_srs", o.a_srs, "Assign this CRS to the output (EPSG:code, WKT, PROJ string)");
   cmd->add_option("--of", o.output_format, "Output format: GTiff or COG")->default_val("GTiff");
@@ -219,8 +220,7 @@ int run_grid(grid_options const& o)
   expects(!o.output.empty(), error_kind::usage, "-o/--output is required");
   auto const [xres, yres] = cell_size(o.geometry);
   auto const fixed = fixed_grid(o.geometry);
-  auto const metrics = parse_metric_list(o.metrics);
-  auto const request = metric_request::from(metrics);
+  auto const [metrics, request] = parse_metrics(o.metrics, o.prange);
   float const nodata = parse_nodata(o.nodata);
   auto const filter = make_filter(o.in);
   expects(o.output_format == "GTiff" || o.output_format == "COG", error_kind::usage,
@@ -262,6 +262,8 @@ int run_grid(grid_options const& o)
   wopt.overwrite = o.overwrite;
   wopt.nodata = nodata;
   wopt.input_paths = paths;
+  wopt.prange_lo = request.prange_lo;
+  wopt.prange_hi = request.prange_hi;
   if (tiled_output_requested(o)) {
     wopt.crs_wkt = assigned_crs;
     return run_grid_tiled(o, job, metrics, wopt, paths);

@@ -19,6 +19,7 @@ struct grid_options {
   run_options run;
   std::string output;
   std::string metrics{"range"};
+  std::string prange{"5,95"};
   std::string nodata{"nan"};
   std::string a_srs;
   std::string output_format{"GTiff"};

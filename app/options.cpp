@@ -113,7 +113,24 @@ std::optional<grid_spec> fixed_grid(grid_geometry const& g)
 
 void add_metrics_option(CLI::App& cmd, std::string& metrics, std::string const& what)
 {
-  cmd.add_option("--metrics", metrics, what + ": range,min,max,count,mean,stddev")->default_val("range");
+  cmd.add_option("--metrics", metrics,
+                 what + ": range,min,max,count,mean,stddev, pNN (a percentile 0-100, e.g. p95, p2.5), median, "
+                        "prange (robust range, see --prange)")
+    ->default_val("range");
+}
+
+void add_prange_option(CLI::App& cmd, std::string& prange)
+{
+  cmd.add_option("--prange", prange, "Percentiles LO,HI of the prange metric (pHI - pLO)")->default_val("5,95");
+}
+
+metric_selection parse_metrics(std::string const& metrics, std::string const& prange)
+{
+  metric_selection s;
+  s.bands = parse_metric_list(metrics);
+  auto const [lo, hi] = parse_prange(prange);
+  s.request = metric_request::from(s.bands, lo, hi);
+  return s;
 }
 
 void add_run_options(CLI::App& cmd, run_options& r)

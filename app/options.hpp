@@ -55,6 +55,16 @@ void add_geometry_options(CLI::App& cmd, grid_geometry& g);
 
 /// Adds --metrics (default "range") with the list of metrics in its help.
 void add_metrics_option(CLI::App& cmd, std::string& metrics, std::string const& what);
+/// --prange LO,HI (default 5,95).
+void add_prange_option(CLI::App& cmd, std::string& prange);
+
+/// The bands of --metrics, in order, and what they ask of a reduction (with --prange's percentiles).
+struct metric_selection {
+  std::vector<metric> bands;
+  metric_request request;
+};
+/// Throws error_kind::usage naming the bad value.
+[[nodiscard]] metric_selection parse_metrics(std::string const& metrics, std::string const& prange);
 
 /// How a job runs: where (--device), on how many threads, within how much memory.
 struct run_options {

@@ -2,7 +2,7 @@
 # GPU verification and timings, run on the lent GPU machine from a device pack:
 #   tar xJf .devpack/pack.tar.xz -C /tmp && source /tmp/pack/env.sh && scripts/gpu_check.sh PART
 # PART: tests | sanitize (sanitize_stream: the streaming binner only) | equal | bench (POINTS=1e8 LAS) | all, or (run alone) crossover | huge | laz (LAZ_WHEELS) | ladder | sanitize2 | sweep | compare8 |
-# gpus (SYNTH_POINTS) | mpi | compare9 (KINDS="skewed clustered" picks the kinds) | sums | torch | pipeline | real (REPEAT=20, MODES=thread,warp,hybrid
+# gpus (SYNTH_POINTS) | mpi | percentiles (POINTS) | compare9 (KINDS="skewed clustered" picks the kinds) | sums | torch | pipeline | real (REPEAT=20, MODES=thread,warp,hybrid
 # picks the modes, COMPARE_ARGS=--no-gate adds options) | ncu (KINDS, POINTS) | ncu_source (KIND, KERNEL, MODES). sweep takes SWEEP_ARGS. Logs go to $OUT (or /tmp/gpu_out).
 set -u
 out=${OUT:-/tmp/gpu_out}; mkdir -p "$out"
@@ -367,6 +367,44 @@ if [[ $part == mpi ]]; then
     (( n == 1 )) && continue
     bad=0; for f in "$work/m_1"/m_1_*.tif; do cmp -s "$f" "$work/m_$n/m_${n}_${f#"$work/m_1/m_1_"}" || bad=$((bad + 1)); done
     echo "ranks $n vs plain: $bad tiles differ"; (( bad == 0 )) || fail "mpi $n tiles differ"
+  done
+fi
+
+if [[ $part == percentiles ]]; then
+  # Percentiles: GPU vs CPU byte for byte on the real files and synthetic kinds; the device pipeline
+  # (compare: cell ids + CSR + the two sorts); end to end against the range-only run (POINTS LAS).
+  m=p5,median,p95,p2.5,prange,count
+  step "percentile bands, --device gpu vs cpu, byte for byte"
+  bad=0; n=0
+  while IFS= read -r -d '' f; do
+    n=$((n + 1))
+    heightgrid grid "$f" -o "$work/pg.tif" --overwrite --res 5 --metrics $m --device gpu -q 2> "$work/pg.err" || { fail "pct gpu $f"; tail -2 "$work/pg.err"; continue; }
+    heightgrid grid "$f" -o "$work/pc.tif" --overwrite --res 5 --metrics $m --device cpu -q 2> /dev/null || { fail "pct cpu $f"; continue; }
+    cmp -s "$work/pg.tif" "$work/pc.tif" || { bad=$((bad + 1)); echo "differs: $f"; }
+  done < <(find "$extra/real" \( -iname '*.las' -o -iname '*.laz' \) -print0)
+  for kind in uniform lidar clustered skewed; do
+    n=$((n + 1))
+    heightgrid grid --synth $kind --points 3000000 -o "$work/sg.tif" --overwrite --res 1 --metrics $m --device gpu -q || fail "pct synth $kind gpu"
+    heightgrid grid --synth $kind --points 3000000 -o "$work/sc.tif" --overwrite --res 1 --metrics $m --device cpu -q || fail "pct synth $kind cpu"
+    cmp -s "$work/sg.tif" "$work/sc.tif" || { bad=$((bad + 1)); echo "differs: synth $kind"; }
+  done
+  echo "$n inputs, $bad differ"; (( bad == 0 )) || fail "percentile bands differ between GPU and CPU"
+  pts=${POINTS:-100000000}
+  step "device pipeline: compare --synth lidar --points $pts --metrics p5,median,p95,prange"
+  heightgrid compare --synth lidar --points "$pts" --res 1 --metrics p5,median,p95,prange --repeat 5 2>&1 | grep -E 'phases|^sort|^cpu|identical|differ|mode ' || fail "compare percentiles"
+  las=$work/l$pts.las
+  [[ -f $las ]] || { step "synth lidar --points $pts"; heightgrid synth lidar --points "$pts" -o "$las" -q; }
+  for metrics in range p5,median,p95,prange; do
+    step "grid $(basename "$las") --res 1 --device gpu --metrics $metrics"
+    timed "gpu $metrics" heightgrid grid "$las" -o "$work/o.tif" --overwrite --res 1 --device gpu --metrics $metrics
+  done
+  step "grid $(basename "$las") --res 1 --device cpu --metrics p5,median,p95,prange"
+  timed "cpu percentiles" heightgrid grid "$las" -o "$work/o.tif" --overwrite --res 1 --device cpu --metrics p5,median,p95,prange
+  for small in 1000000 10000000 30000000; do
+    f=$work/x$small.las; [[ -f $f ]] || heightgrid synth lidar --points $small -o "$f" -q
+    for d in cpu gpu; do
+      timed "$small points, percentiles, $d" heightgrid grid "$f" -o "$work/o.tif" --overwrite --res 1 --device $d --metrics p5,median,p95,prange
+    done
   done
 fi
 

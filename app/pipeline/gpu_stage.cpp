@@ -262,6 +262,12 @@ void gpu_stage::stop()
   s_->changed.notify_all();
 }
 
+void gpu_stage::resume()
+{
+  std::lock_guard<std::mutex> lock(s_->mutex);
+  s_->stopping = false;
+}
+
 gpu_binner& gpu_stage::binner()
 {
   expects(s_->now.load() == state::ready, error_kind::internal, "gpu_stage::binner before the GPU is ready");

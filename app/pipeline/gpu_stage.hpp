@@ -68,6 +68,9 @@ class gpu_stage {
   void submit(point_batch const& batch);
   /// Wakes every wait (the job stops).
   void stop();
+  /// Hands out slots again after stop(): a pass that ended early (a band of percentiles that did not
+  /// fit, split and read again). The binner must have been synchronized (every slot back).
+  void resume();
 
   /// The binner, once ready (for synchronize, finalize, statistics).
   [[nodiscard]] gpu_binner& binner();

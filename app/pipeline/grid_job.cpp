@@ -87,6 +87,7 @@ class grid_job {
     acc_request_ = o.request;
     acc_request_.min = acc_request_.max = acc_request_.count = true;  // what accumulators always keep
     sums_ = o.request.needs_sums();
+    order_ = o.request.needs_order();
     report_.threads = threads_;
   }
 
@@ -137,7 +138,7 @@ class grid_job {
       case device_choice::automatic:
         if (points > 0 && !auto_wants_gpu(points, o_.request)) {
           route_ = bin_route::cpu;
-        } else if (points > 0 || sums_) {
+        } else if (points > 0 || sums_ || order_) {
           route_ = bin_route::gpu;  // known to be big enough: the GPU alone (measured faster than sharing)
         } else {
           // Unknown size (text, rasters): the CPU bins while the GPU starts, the GPU takes over once up.
@@ -224,9 +225,29 @@ class grid_job {
     return g.num_cells() * accumulator_bytes_per_cell(acc_request_);
   }
 
+  /// Bytes a point kept for order statistics costs on the route's side (the larger, for a route that
+  /// may fall back to the CPU).
+  std::uint64_t order_bytes_per_point() const
+  {
+    if (!order_) { return 0; }
+    std::uint64_t const device = route_ == bin_route::cpu ? 0 : gpu_binner::order_bytes_per_point();
+    return std::max<std::uint64_t>(host_order_bytes_per_point, device);
+  }
+
+  /// Points a band's order store may hold: what the budget leaves beside its accumulators.
+  std::uint64_t order_capacity(grid_band const& band) const
+  {
+    if (!order_) { return 0; }
+    std::uint64_t const budget = std::min(host_budget(), order_device_budget_);
+    std::uint64_t const acc = band.cells() * accumulator_bytes_per_cell(acc_request_);
+    return budget > acc ? std::max<std::uint64_t>(1, (budget - acc) / order_bytes_per_point()) : 1;
+  }
+
   int bands_for(grid_spec const& g)
   {
-    std::uint64_t const bytes = accumulator_bytes(g);
+    // Kept points of order statistics spread over the bands as the points do: planned as if evenly,
+    // and a band that overflows is split (bin_and_write).
+    std::uint64_t const bytes = accumulator_bytes(g) + known_points() * order_bytes_per_point();
     std::uint64_t budget = std::numeric_limits<std::uint64_t>::max();
     if (route_ != bin_route::gpu) { budget = std::min(budget, host_budget()); }
     if (route_ != bin_route::cpu) {
@@ -238,6 +259,7 @@ class grid_job {
         }
       }
       if (device > 0) { budget = std::min(budget, device); }
+      order_device_budget_ = device > 0 ? device : std::numeric_limits<std::uint64_t>::max();
     }
     budget = std::max<std::uint64_t>(budget, 1);
     // Rounded up without overflow (budget may be the largest uint64).
@@ -245,7 +267,9 @@ class grid_job {
     if (passes > max_band_passes || (passes > 1 && g.rows < passes)) {
       std::ostringstream m;
       m << "a grid of " << g.cols << " x " << g.rows << " = " << g.num_cells() << " cells needs "
-        << format_bytes(bytes) << " of accumulators for these metrics, but the memory budget is "
+        << format_bytes(bytes)
+        << (order_ ? " of accumulators and of the points that percentiles keep" : " of accumulators for these metrics")
+        << ", but the memory budget is "
         << format_bytes(budget) << " (" << (o_.host_memory > 0 || o_.device_memory > 0 ? "--memory" : "default: half the available memory")
         << "): " << passes << " passes over the input, more than " << max_band_passes
         << "; use a coarser --res, a smaller --te or a larger --memory";
@@ -254,7 +278,7 @@ class grid_job {
     return static_cast<int>(std::min<std::uint64_t>(passes, g.rows));
   }
 
-  gpu_binner_options binner_options() const
+  gpu_binner_options binner_options(grid_band const& band = grid_band{}) const
   {
     gpu_binner_options b;
     b.batch_points = batch_points_;
@@ -264,6 +288,7 @@ class grid_job {
     // mean and stddev bit-identical to the CPU's (other modes sum big cells in another order).
     b.mode = o_.mode.value_or(reduce_mode::thread);
     b.request = acc_request_;
+    b.order_capacity = order_capacity(band);
     return b;
   }
 
@@ -286,9 +311,31 @@ class grid_job {
     }
     std::uint32_t const rows_per_band = (grid_.rows + static_cast<std::uint32_t>(bands) - 1) / static_cast<std::uint32_t>(bands);
     grid_spec out_grid = grid_;
+    std::vector<grid_band> todo;  // the bands left, the next one last
     for (std::uint32_t first = 0; first < grid_.rows; first += rows_per_band) {
-      grid_band const band{grid_, first, std::min(rows_per_band, grid_.rows - first)};
-      bin_band(band, first == 0);
+      todo.push_back(grid_band{grid_, first, std::min(rows_per_band, grid_.rows - first)});
+    }
+    std::reverse(todo.begin(), todo.end());
+    while (!todo.empty()) {
+      grid_band const band = todo.back();
+      todo.pop_back();
+      std::uint32_t const first = band.first_row;
+      try {
+        bin_band(band, first == 0);
+      } catch (order_store_full const& e) {
+        // The band's points do not fit beside its accumulators: two bands of half the rows.
+        if (band.rows < 2 || report_.bands >= static_cast<int>(max_band_passes)) {
+          throw error(error_kind::resource,
+                      std::string(e.what()) + ": a band of " + std::to_string(band.rows) + " row(s) of " +
+                        std::to_string(band.grid.cols) + " cells holds more points than the memory budget keeps for "
+                        "percentiles; use a larger --memory, a coarser --res or tiles (--tile-size)");
+        }
+        std::uint32_t const half = band.rows / 2;
+        todo.push_back(grid_band{grid_, first + half, band.rows - half});
+        todo.push_back(grid_band{grid_, first, half});
+        ++report_.bands;
+        continue;
+      }
       if (first == 0) {
         // The first pass has seen every point: check the guessed grid.
         auto const& kept = last_read_.total.extent;
@@ -318,7 +365,7 @@ class grid_job {
           out_grid = actual;  // the same origin: the guessed grid cropped at the right and bottom
         }
         report_.grid = out_grid;
-        output_.begin(out_grid, max_count_bound(bands));
+        output_.begin(out_grid, max_count_bound(todo.empty() ? 1 : 2));
       }
       finalize_band(band, out_grid);
     }
@@ -331,20 +378,23 @@ class grid_job {
   {
     auto const t = clock_type::now();
     host_.reset();
-    if (route_ != bin_route::gpu) { host_ = std::make_unique<host_grid>(band, acc_request_); }
+    if (route_ != bin_route::gpu) { host_ = std::make_unique<host_grid>(band, acc_request_, order_capacity(band)); }
     if (gpu_ != nullptr) {
       if (!gpu_->configured()) {
-        gpu_->configure(band, binner_options());
+        gpu_->configure(band, binner_options(band));
       } else {
         // A later pass, or a stage that served an earlier job (tiles): the binner starts over.
         std::atomic<bool> const never{false};
-        if (gpu_->wait_ready(never)) { gpu_->binner().reset(band); }
+        if (gpu_->wait_ready(never)) {
+          gpu_->binner().reset(band, order_capacity(band));
+          gpu_->resume();  // after a pass that stopped early (a band split for percentiles)
+        }
       }
     }
     std::function<host_grid*()> make_host;
     if (o_.device == device_choice::automatic) {
       make_host = [this, band]() -> host_grid* {
-        host_ = std::make_unique<host_grid>(band, acc_request_);
+        host_ = std::make_unique<host_grid>(band, acc_request_, order_capacity(band));
         fell_back_ = true;
         return host_.get();
       };
@@ -367,7 +417,7 @@ class grid_job {
     gpu_used_ = sink.gpu_batches() > 0;
     if (!gpu_used_ && host_ == nullptr) {
       // The GPU route, and no batch reached it (a tile or --te that no point meets): empty cells.
-      host_ = std::make_unique<host_grid>(band, acc_request_);
+      host_ = std::make_unique<host_grid>(band, acc_request_, order_capacity(band));
     }
     if (gpu_ != nullptr && gpu_->current() == gpu_stage::state::failed && o_.device == device_choice::gpu) {
       throw error(error_kind::device, "--device gpu: the GPU could not be used: " + gpu_->failure());
@@ -516,6 +566,8 @@ class grid_job {
   std::size_t batch_points_;
   metric_request acc_request_;
   bool sums_{false};
+  bool order_{false};  ///< order statistics: every point of a band is kept until it is finalized
+  std::uint64_t order_device_budget_{std::numeric_limits<std::uint64_t>::max()};
 
   bin_route route_{bin_route::cpu};
   grid_spec grid_{};
@@ -536,6 +588,7 @@ class grid_job {
 bool auto_wants_gpu(std::uint64_t points, metric_request const& request) noexcept
 {
   if (points == 0) { return true; }  // unknown: start it, the CPU works meanwhile
+  if (request.needs_order()) { return points >= auto_device_policy::order_gpu_min_points; }
   return points >= (request.needs_sums() ? auto_device_policy::sums_gpu_min_points : auto_device_policy::gpu_min_points);
 }
 

@@ -46,6 +46,10 @@ struct auto_device_policy {
   /// Mean/stddev cannot be shared between the CPU and the GPU (the merge order would depend on
   /// timing), so such jobs pick one; the GPU from this many points (not measured separately yet).
   static constexpr std::uint64_t sums_gpu_min_points = 150'000'000;
+  /// Percentiles sort every cell: the CPU's sorts cost more than the GPU's start from here. Measured
+  /// on an H200 host with 16 cores (docs/benchmarks.md, "Percentiles"): p5,median,p95,prange of a
+  /// LAS of 10^7 points CPU 0.45 s / GPU 0.67 s, 3 * 10^7 CPU 0.99 s / GPU 0.84 s.
+  static constexpr std::uint64_t order_gpu_min_points = 20'000'000;
 };
 
 struct grid_job_options {

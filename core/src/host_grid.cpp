@@ -214,10 +214,38 @@ void reduce_points(grid_band const& band, bool sums, bool m2, point_batch const&
   out.binning = r;
 }
 
+/// Appends the band's points of `b` (band-local cell, z) to `store`.
+template <coord_encoding E>
+void keep_points(grid_band const& band, point_batch const& b, order_store& store)
+{
+  std::vector<std::uint32_t> cells;
+  std::vector<double> z;
+  cells.reserve(b.size);
+  z.reserve(b.size);
+  for (std::size_t i = 0; i < b.size; ++i) {
+    std::uint32_t const c = local_cell<E>(band, b, i);
+    if (c >= skip_key) { continue; }
+    cells.push_back(c);
+    z.push_back(coords<E>::z(b, i));
+  }
+  if (!cells.empty()) { store.append(std::move(cells), std::move(z)); }
+}
+
+void keep_batch(grid_band const& band, point_batch const& b, order_store* store)
+{
+  if (store == nullptr) { return; }
+  if (b.encoding == coord_encoding::float64) {
+    keep_points<coord_encoding::float64>(band, b, *store);
+  } else {
+    keep_points<coord_encoding::scaled_int32>(band, b, *store);
+  }
+}
+
 }  // namespace
 
-host_grid::host_grid(grid_band const& band, metric_request const& request) : band_(band)
+host_grid::host_grid(grid_band const& band, metric_request const& request, std::uint64_t order_capacity) : band_(band)
 {
+  if (request.needs_order()) { order_ = std::make_unique<order_store>(order_capacity); }
   std::uint64_t const cells = band.cells();
   bool const sums = request.needs_sums();
   bool const m2 = request.stddev;
@@ -255,6 +283,7 @@ host_grid::~host_grid()
 batch_binning host_grid::add_batch(point_batch const& batch)
 {
   expects(!keeps_sums(), error_kind::internal, "host_grid::add_batch on a grid that keeps sums");
+  keep_batch(band_, batch, order_.get());
   return batch.encoding == coord_encoding::float64 ? add_points<coord_encoding::float64>(band_, acc_, batch)
                                                    : add_points<coord_encoding::scaled_int32>(band_, acc_, batch);
 }
@@ -263,6 +292,7 @@ void host_grid::reduce_batch(point_batch const& batch, batch_partials& out) cons
 {
   bool const sums = acc_.sum != nullptr;
   bool const m2 = acc_.m2 != nullptr;
+  keep_batch(band_, batch, order_.get());
   if (batch.encoding == coord_encoding::float64) {
     reduce_points<coord_encoding::float64>(band_, sums, m2, batch, out);
   } else {
@@ -308,7 +338,13 @@ cell_results host_grid::finalize_rows(std::uint32_t row0, std::uint32_t rows, st
 {
   expects(row0 + std::uint64_t{rows} <= band_.rows && cols <= band_.grid.cols, error_kind::internal,
           "host_grid::finalize_rows: window outside the band");
-  return finalize_window(acc_, std::uint64_t{row0} * band_.grid.cols, band_.grid.cols, rows, cols, request, nodata);
+  auto r = finalize_window(acc_, std::uint64_t{row0} * band_.grid.cols, band_.grid.cols, rows, cols, request, nodata);
+  if (request.needs_order()) {
+    expects(order_ != nullptr, error_kind::internal, "host_grid::finalize_rows: order statistics of a grid that kept no points");
+    if (!order_->finalized()) { order_->finalize(acc_.count, acc_.cells, request, nodata); }
+    order_->copy_window(std::uint64_t{row0} * band_.grid.cols, band_.grid.cols, rows, cols, request, r);
+  }
+  return r;
 }
 
 std::uint64_t host_grid::total_count() const

@@ -1,44 +1,99 @@
 #include "heightgrid/core/metrics.hpp"
 
 #include "heightgrid/core/error.hpp"
+#include "heightgrid/core/order_store.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdio>
+#include <cstdlib>
 #include <string>
 
 namespace heightgrid {
 
-std::string_view metric_name(metric m) noexcept
+namespace {
+
+/// The fixed-name kinds, in the order of the usage message.
+constexpr metric named_metrics[] = {metric::range, metric::min,    metric::max,    metric::count,
+                                    metric::mean,  metric::stddev, metric::median, metric::prange};
+
+/// The shortest plain decimal (no exponent) that reads back as `p` ("95", "2.5", "99.95"), for
+/// 0 <= p <= 100.
+std::string shortest_decimal(double p)
 {
-  switch (m) {
-    case metric::range: return "range";
-    case metric::min: return "min";
-    case metric::max: return "max";
-    case metric::count: return "count";
-    case metric::mean: return "mean";
-    case metric::stddev: return "stddev";
+  char buf[64];
+  for (int decimals = 0; decimals <= 20; ++decimals) {
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, p);
+    if (std::strtod(buf, nullptr) == p) { break; }
+  }
+  return buf;
+}
+
+/// A plain decimal number: digits, at most one '.', at least one digit, nothing else.
+std::optional<double> plain_decimal(std::string_view text) noexcept
+{
+  bool digit = false;
+  bool dot = false;
+  if (text.empty() || text.size() > 32) { return std::nullopt; }
+  for (char const c : text) {
+    if (c >= '0' && c <= '9') {
+      digit = true;
+    } else if (c == '.' && !dot) {
+      dot = true;
+    } else {
+      return std::nullopt;
+    }
+  }
+  if (!digit) { return std::nullopt; }
+  return std::strtod(std::string(text).c_str(), nullptr);
+}
+
+}  // namespace
+
+std::string metric_name(metric m)
+{
+  switch (m.kind) {
+    case metric_kind::range: return "range";
+    case metric_kind::min: return "min";
+    case metric_kind::max: return "max";
+    case metric_kind::count: return "count";
+    case metric_kind::mean: return "mean";
+    case metric_kind::stddev: return "stddev";
+    case metric_kind::percentile: return "p" + shortest_decimal(m.p);
+    case metric_kind::median: return "median";
+    case metric_kind::prange: return "prange";
   }
   return "?";
 }
 
-std::string_view metric_description(metric m) noexcept
+std::string metric_description(metric m, double prange_lo, double prange_hi)
 {
-  switch (m) {
-    case metric::range: return "height range (max z - min z)";
-    case metric::min: return "minimum z";
-    case metric::max: return "maximum z";
-    case metric::count: return "number of points";
-    case metric::mean: return "mean z";
-    case metric::stddev: return "population standard deviation of z";
+  switch (m.kind) {
+    case metric_kind::range: return "height range (max z - min z)";
+    case metric_kind::min: return "minimum z";
+    case metric_kind::max: return "maximum z";
+    case metric_kind::count: return "number of points";
+    case metric_kind::mean: return "mean z";
+    case metric_kind::stddev: return "population standard deviation of z";
+    case metric_kind::percentile:
+      return shortest_decimal(m.p) + "th percentile of z (linear interpolation, as numpy.percentile)";
+    case metric_kind::median: return "median of z (the 50th percentile, as numpy.percentile(z, 50))";
+    case metric_kind::prange:
+      return "robust height range: " + shortest_decimal(prange_hi) + "th - " + shortest_decimal(prange_lo) +
+             "th percentile of z";
   }
   return "?";
 }
 
 std::optional<metric> parse_metric(std::string_view name) noexcept
 {
-  for (auto m : {metric::range, metric::min, metric::max, metric::count, metric::mean, metric::stddev}) {
+  for (auto m : named_metrics) {
     if (name == metric_name(m)) { return m; }
+  }
+  if (name.size() >= 2 && name.front() == 'p') {
+    auto const p = plain_decimal(name.substr(1));
+    if (p && *p >= 0.0 && *p <= 100.0) { return metric::percentile(*p); }
   }
   return std::nullopt;
 }
@@ -51,9 +106,13 @@ std::vector<metric> parse_metric_list(std::string_view list)
     auto const comma = std::min(list.find(',', pos), list.size());
     auto const name = list.substr(pos, comma - pos);
     auto const m = parse_metric(name);
+    bool const percentile_like = !name.empty() && name.front() == 'p' && name != "prange";
     expects(m.has_value(), error_kind::usage,
-            "--metrics: unknown metric '" + std::string(name) +
-              "' (expected a comma-separated list of range, min, max, count, mean, stddev)");
+            percentile_like
+              ? "--metrics: '" + std::string(name) +
+                  "' is not a percentile: pNN takes a number from 0 to 100 (decimals allowed, e.g. p95, p2.5)"
+              : "--metrics: unknown metric '" + std::string(name) +
+                  "' (expected a comma-separated list of range, min, max, count, mean, stddev, pNN, median, prange)");
     expects(std::find(out.begin(), out.end(), *m) == out.end(), error_kind::usage,
             "--metrics: metric '" + std::string(name) + "' is listed twice");
     out.push_back(*m);
@@ -62,20 +121,70 @@ std::vector<metric> parse_metric_list(std::string_view list)
   return out;
 }
 
-metric_request metric_request::from(std::vector<metric> const& metrics) noexcept
+std::pair<double, double> parse_prange(std::string_view text)
+{
+  auto const comma = text.find(',');
+  std::optional<double> lo, hi;
+  if (comma != std::string_view::npos) {
+    lo = plain_decimal(text.substr(0, comma));
+    hi = plain_decimal(text.substr(comma + 1));
+  }
+  expects(lo && hi && *hi <= 100.0, error_kind::usage,
+          "--prange: '" + std::string(text) + "' is not LO,HI with two percentiles from 0 to 100 (e.g. 5,95)");
+  expects(*lo < *hi, error_kind::usage,
+          "--prange: '" + std::string(text) + "': the low percentile must be below the high one");
+  return {*lo, *hi};
+}
+
+metric_request metric_request::from(std::vector<metric> const& metrics, double prange_lo, double prange_hi)
 {
   metric_request r;
+  r.prange_lo = prange_lo;
+  r.prange_hi = prange_hi;
+  auto const add_percentile = [&r](double p) {
+    if (std::find(r.percentiles.begin(), r.percentiles.end(), p) == r.percentiles.end()) { r.percentiles.push_back(p); }
+  };
   for (auto m : metrics) {
-    switch (m) {
-      case metric::range: r.range = true; break;
-      case metric::min: r.min = true; break;
-      case metric::max: r.max = true; break;
-      case metric::count: r.count = true; break;
-      case metric::mean: r.mean = true; break;
-      case metric::stddev: r.stddev = true; break;
+    switch (m.kind) {
+      case metric_kind::range: r.range = true; break;
+      case metric_kind::min: r.min = true; break;
+      case metric_kind::max: r.max = true; break;
+      case metric_kind::count: r.count = true; break;
+      case metric_kind::mean: r.mean = true; break;
+      case metric_kind::stddev: r.stddev = true; break;
+      case metric_kind::percentile: add_percentile(m.p); break;
+      case metric_kind::median: add_percentile(50.0); break;
+      case metric_kind::prange: r.prange = true; break;
     }
   }
   return r;
+}
+
+std::vector<float> const& cell_results::float_column(metric m) const
+{
+  switch (m.kind) {
+    case metric_kind::range: return range;
+    case metric_kind::min: return min;
+    case metric_kind::max: return max;
+    case metric_kind::mean: return mean;
+    case metric_kind::stddev: return stddev;
+    case metric_kind::prange: return prange;
+    case metric_kind::percentile:
+    case metric_kind::median: {
+      double const p = m.kind == metric_kind::median ? 50.0 : m.p;
+      for (std::size_t k = 0; k < percentile_of.size() && k < percentile.size(); ++k) {
+        if (percentile_of[k] == p) { return percentile[k]; }
+      }
+      break;
+    }
+    case metric_kind::count: break;
+  }
+  throw error(error_kind::internal, "cell_results: no float column for " + metric_name(m));
+}
+
+std::size_t metric_request::percentile_slot(double p) const noexcept
+{
+  return static_cast<std::size_t>(std::find(percentiles.begin(), percentiles.end(), p) - percentiles.begin());
 }
 
 cell_results reduce_cells_cpu(csr_grid const& csr, metric_request const& request, float nodata)
@@ -91,16 +200,25 @@ cell_results reduce_cells_cpu(csr_grid const& csr, metric_request const& request
   size_if(out.mean, request.mean);
   size_if(out.stddev, request.stddev);
   if (request.count) { out.count.resize(static_cast<std::size_t>(cells)); }
+  if (request.needs_order()) { size_order_columns(out, request, static_cast<std::size_t>(cells)); }
 
   double const* const z = csr.z.data();
   point_offset const* const offsets = csr.offsets.data();
   // Cells differ wildly in size: dynamic scheduling in blocks of cells keeps threads busy.
-#pragma omp parallel for schedule(dynamic, 4096)
+#pragma omp parallel
+  {
+  std::vector<double> sorted;  // a cell's values, for the order statistics
+#pragma omp for schedule(dynamic, 4096)
   for (std::ptrdiff_t c = 0; c < cells; ++c) {
     auto const begin = offsets[c];
     auto const end = offsets[c + 1];
     auto const n = end - begin;
     if (request.count) { out.count[c] = static_cast<std::uint32_t>(n); }
+    if (request.needs_order()) {
+      sorted.assign(z + begin, z + end);
+      sort_values(sorted.data(), sorted.size());
+      finalize_order_cell(sorted.data(), n, request, out, static_cast<std::size_t>(c), nodata);
+    }
     if (n == 0) {
       if (request.min) { out.min[c] = nodata; }
       if (request.max) { out.max[c] = nodata; }
@@ -130,6 +248,7 @@ cell_results reduce_cells_cpu(csr_grid const& csr, metric_request const& request
       }
       out.stddev[c] = static_cast<float>(std::sqrt(m2 / static_cast<double>(n)));
     }
+  }
   }
   return out;
 }

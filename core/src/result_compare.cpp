@@ -104,6 +104,20 @@ std::optional<band_difference> first_difference(cell_results const& a, cell_resu
       return band_difference{metric::count, *i, c(a.count, *i), c(b.count, *i)};
     }
   }
+  // Order statistics are exact on every backend (sorted values, one rule).
+  static std::vector<float> const none;
+  for (std::size_t k = 0; k < request.percentiles.size(); ++k) {
+    auto const& x = k < a.percentile.size() ? a.percentile[k] : none;
+    auto const& y = k < b.percentile.size() ? b.percentile[k] : none;
+    if (auto i = first_mismatch(x, y, exact)) {
+      return band_difference{metric::percentile(request.percentiles[k]), *i, at(x, *i), at(y, *i)};
+    }
+  }
+  if (request.prange) {
+    if (auto i = first_mismatch(a.prange, b.prange, exact)) {
+      return band_difference{metric::prange, *i, at(a.prange, *i), at(b.prange, *i)};
+    }
+  }
   float_band const sums[] = {
     {request.mean, metric::mean, a.mean, b.mean},
     {request.stddev, metric::stddev, a.stddev, b.stddev},

@@ -119,18 +119,7 @@ bool same_file(fs::path const& a, fs::path const& b)
   return !ec && ca == cb;
 }
 
-std::vector<float> const& float_column(cell_results const& results, metric m)
-{
-  switch (m) {
-    case metric::range: return results.range;
-    case metric::min: return results.min;
-    case metric::max: return results.max;
-    case metric::mean: return results.mean;
-    case metric::stddev: return results.stddev;
-    case metric::count: break;
-  }
-  throw error(error_kind::internal, "float_column: count is not a float column");
-}
+std::vector<float> const& float_column(cell_results const& results, metric m) { return results.float_column(m); }
 
 std::size_t column_size(cell_results const& results, metric m)
 {
@@ -188,7 +177,7 @@ void describe_dataset(GDALDataset& dataset, std::string const& path, grid_spec c
     GDALRasterBand* band = dataset.GetRasterBand(static_cast<int>(i) + 1);
     band->SetDescription(std::string(metric_name(bands[i])).c_str());
     bool const described =
-      band->SetMetadataItem("METRIC_DESCRIPTION", std::string(metric_description(bands[i])).c_str()) == CE_None;
+      band->SetMetadataItem("METRIC_DESCRIPTION", metric_description(bands[i], options.prange_lo, options.prange_hi).c_str()) == CE_None;
     expects(described, error_kind::output, path + ": cannot set band metadata: " + errors.message());
     bool const nodata_set = band->SetNoDataValue(nodata) == CE_None;
     expects(nodata_set, error_kind::output, path + ": cannot set the nodata value: " + errors.message());

@@ -6,10 +6,12 @@
 #include "detail/device_context.cuh"
 #include "detail/grid_accumulate.cuh"
 #include "detail/impl.cuh"
+#include "detail/order_stats.cuh"
 #include "detail/pinned_staging.cuh"
 #include "heightgrid/kernels/device_csr.hpp"
 #include "heightgrid/kernels/gpu.hpp"
 #include "heightgrid/kernels/gpu_binner.hpp"
+#include "heightgrid/core/order_store.hpp"
 
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_run_length_encode.cuh>
@@ -88,6 +90,91 @@ struct gpu_binner::impl {
   gpu_binner_times totals;
 
   std::vector<void*> registered;
+
+  // Order statistics: the band's points kept as (cell, ordered z), appended by every batch.
+  std::uint64_t order_capacity{0};  ///< points the store may reach (options, clamped to free memory)
+  std::uint64_t order_reserved{0};  ///< an upper bound of the kept points (the exact count is on the device)
+  detail::device_buffer<cell_id> order_keys;
+  detail::device_buffer<std::uint64_t> order_z;
+  detail::device_buffer<unsigned long long> order_kept;
+  detail::device_buffer<float> order_bands;  ///< the band's order-statistic columns, once finalized
+  bool order_done{false};
+
+  bool keeps_points() const noexcept { return options.request.needs_order(); }
+
+  std::uint64_t kept_points()
+  {
+    unsigned long long kept = 0;
+    CUDA_TRY(cudaMemcpyAsync(&kept, order_kept.data(), sizeof kept, cudaMemcpyDeviceToHost, compute));
+    CUDA_TRY(cudaStreamSynchronize(compute));
+    return kept;
+  }
+
+  /// Makes room for `n` more kept points (stream-ordered growth), or throws order_store_full.
+  void reserve_order(std::uint64_t n)
+  {
+    if (order_reserved + n > order_keys.size()) {
+      // The bound says it may not fit: learn the exact count first.
+      order_reserved = kept_points();
+    }
+    std::uint64_t const need = order_reserved + n;
+    if (need > order_capacity) {
+      throw order_store_full("the points of a band (more than " + std::to_string(order_capacity) +
+                             ") do not fit the device memory kept for percentiles");
+    }
+    if (need > order_keys.size()) {
+      std::uint64_t const grown = std::min(order_capacity, std::max(need, 2 * static_cast<std::uint64_t>(order_keys.size())));
+      detail::device_buffer<cell_id> keys(grown, compute);
+      detail::device_buffer<std::uint64_t> z(grown, compute);
+      if (order_reserved > 0) {
+        CUDA_TRY(cudaMemcpyAsync(keys.data(), order_keys.data(), order_reserved * sizeof(cell_id), cudaMemcpyDeviceToDevice, compute));
+        CUDA_TRY(cudaMemcpyAsync(z.data(), order_z.data(), order_reserved * sizeof(std::uint64_t), cudaMemcpyDeviceToDevice, compute));
+      }
+      order_keys = std::move(keys);
+      order_z = std::move(z);
+    }
+    order_reserved = need;
+  }
+
+  void launch_keep(void const* data, point_batch const& b)
+  {
+    reserve_order(b.size);
+    auto const blocks = detail::grid_blocks(b.size, detail::batch_policy::block_threads);
+    if (b.encoding == coord_encoding::float64) {
+      detail::batch_columns<coord_encoding::float64> const cols{data, b.capacity, b.transform};
+      detail::keep_points_thread_per_point_kernel<<<blocks, detail::batch_policy::block_threads, 0, compute>>>(
+        cols, b.size, band.grid, band.first_cell(), band.cells(), order_keys.data(), order_z.data(), order_kept.data());
+    } else {
+      detail::batch_columns<coord_encoding::scaled_int32> const cols{data, b.capacity, b.transform};
+      detail::keep_points_thread_per_point_kernel<<<blocks, detail::batch_policy::block_threads, 0, compute>>>(
+        cols, b.size, band.grid, band.first_cell(), band.cells(), order_keys.data(), order_z.data(), order_kept.data());
+    }
+    CUDA_CHECK_LAUNCH();
+  }
+
+  /// The order-statistic columns of the whole band, computed once (the kept points are freed).
+  void finalize_order(metric_request const& request, float nodata)
+  {
+    if (order_done) { return; }
+    std::uint64_t const kept = kept_points();
+    order_bands = detail::device_buffer<float>(detail::order_columns(request) * band.cells(), compute);
+    detail::order_finalize(order_keys.data(), order_z.data(), kept, count.data(), band.cells(), request, nodata,
+                           order_sort::segmented, order_bands.data(), compute);
+    order_keys = {};
+    order_z = {};
+    order_reserved = 0;
+    order_done = true;
+  }
+
+  void reset_order()
+  {
+    order_keys = {};
+    order_z = {};
+    order_bands = {};
+    order_reserved = 0;
+    order_done = false;
+    if (!order_kept.empty()) { order_kept.fill_bytes(0, compute); }
+  }
 
   accumulator_view view() noexcept
   {
@@ -181,12 +268,30 @@ std::size_t gpu_binner::device_bytes(grid_band const& band, gpu_binner_options c
   std::size_t const n = o.batch_points;
   std::size_t bytes = cells * accumulator_bytes_per_cell(o.request);
   bytes += static_cast<std::size_t>(std::max(1, o.device_batches)) * batch_bytes(n);
+  if (o.request.needs_order()) {
+    bytes += static_cast<std::size_t>(std::min<std::uint64_t>(o.order_capacity, std::uint64_t{1} << 24)) *
+             order_bytes_per_point();
+  }
   if (o.reduction == batch_reduction::sorted) {
     // keys x3, z x2, run counts, offsets, and cub's temporary storage (bounded by about 2n words).
     bytes += n * (3 * sizeof(cell_id) + 2 * sizeof(double) + sizeof(std::uint64_t)) + (n + 1) * sizeof(point_offset);
     bytes += 4 * n * sizeof(std::uint64_t) + (std::size_t{1} << 20);
   }
   return bytes;
+}
+
+std::size_t gpu_binner::order_bytes_per_point() noexcept
+{
+  // Kept: cell (4) + ordered z (8); finalize adds the cell-ordered copy (8) and the sort's scratch.
+  return 28;
+}
+
+/// Points the device's free memory can keep beside what is allocated (a fifth left to others).
+static std::uint64_t order_fit(std::uint64_t wanted)
+{
+  std::size_t free_bytes = 0, total_bytes = 0;
+  CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
+  return std::min<std::uint64_t>(wanted, free_bytes / 5 * 4 / gpu_binner::order_bytes_per_point());
 }
 
 gpu_binner::gpu_binner(grid_band const& band, gpu_binner_options const& o)
@@ -248,6 +353,11 @@ gpu_binner::gpu_binner(grid_band const& band, gpu_binner_options const& o)
     s.cub_temp_bytes = std::max({sort_bytes, rle_bytes, scan_bytes, std::size_t{1}});
     s.cub_temp = detail::device_buffer<std::byte>(s.cub_temp_bytes, st);
   }
+  if (o.request.needs_order()) {
+    s.order_kept = detail::device_buffer<unsigned long long>(1, st);
+    s.order_kept.fill_bytes(0, st);
+    s.order_capacity = order_fit(o.order_capacity);
+  }
   CUDA_TRY(cudaStreamSynchronize(st));
 }
 
@@ -308,6 +418,7 @@ void gpu_binner::submit(point_batch const& b, std::function<void()> released)
       } else {
         s.launch_sorted(slot.data.data(), b);
       }
+      if (s.keeps_points()) { s.launch_keep(slot.data.data(), b); }
     }
     t.bin_stop.record(s.compute);
     slot.binned.record(s.compute);
@@ -381,6 +492,21 @@ cell_results gpu_binner::finalize_rows(std::uint32_t row0, std::uint32_t rows, s
   download(r.count, count);
   download(r.mean, mean);
   download(r.stddev, stddev);
+  if (request.needs_order()) {
+    EXPECTS(s.keeps_points(), error_kind::internal, "gpu_binner::finalize_rows: order statistics of a binner that kept no points");
+    s.finalize_order(request, nodata);
+    size_order_columns(r, request, cells);
+    auto const column = [&](std::size_t k, std::vector<float>& host) {
+      // Rows of `cols` cells out of the band's rows of band.grid.cols.
+      float const* from = s.order_bands.data() + k * s.band.cells() + std::uint64_t{row0} * s.band.grid.cols;
+      if (cells > 0) {
+        CUDA_TRY(cudaMemcpy2DAsync(host.data(), cols * sizeof(float), from, s.band.grid.cols * sizeof(float),
+                                   cols * sizeof(float), rows, cudaMemcpyDeviceToHost, st));
+      }
+    };
+    for (std::size_t k = 0; k < request.percentiles.size(); ++k) { column(k, r.percentile[k]); }
+    if (request.prange) { column(request.percentiles.size(), r.prange); }
+  }
   stop.record(st);
   CUDA_TRY(cudaStreamSynchronize(st));
   s.totals.finalize_ms += detail::elapsed_ms(start, stop);
@@ -441,7 +567,7 @@ std::uint32_t gpu_binner::max_count()
   return host;
 }
 
-void gpu_binner::reset(grid_band const& band)
+void gpu_binner::reset(grid_band const& band, std::uint64_t order_capacity)
 {
   impl_->use_device();
   auto& s = *impl_;
@@ -461,6 +587,12 @@ void gpu_binner::reset(grid_band const& band)
   s.sum.fill_bytes(0, st);
   s.m2.fill_bytes(0, st);
   s.counters.fill_bytes(0, st);
+  if (s.keeps_points()) {
+    s.reset_order();
+    if (order_capacity > 0) { s.options.order_capacity = order_capacity; }
+    CUDA_TRY(cudaStreamSynchronize(st));
+    s.order_capacity = order_fit(s.options.order_capacity);
+  }
   CUDA_TRY(cudaStreamSynchronize(st));
 }
 

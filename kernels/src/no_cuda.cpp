@@ -7,6 +7,7 @@
 #include "heightgrid/kernels/gpu_binner.hpp"
 #include "heightgrid/kernels/grid_gpu.hpp"
 #include "heightgrid/kernels/hybrid_tuning.hpp"
+#include "heightgrid/kernels/order_stats.hpp"
 
 #include <string>
 
@@ -131,7 +132,8 @@ void gpu_binner::download_extremes(std::uint32_t, std::uint32_t, std::uint64_t*,
 }
 std::uint64_t gpu_binner::total_count() { unavailable("gpu_binner::total_count"); }
 std::uint32_t gpu_binner::max_count() { unavailable("gpu_binner::max_count"); }
-void gpu_binner::reset(grid_band const&) { unavailable("gpu_binner::reset"); }
+void gpu_binner::reset(grid_band const&, std::uint64_t) { unavailable("gpu_binner::reset"); }
+std::size_t gpu_binner::order_bytes_per_point() noexcept { return 28; }
 gpu_binner_times gpu_binner::times() { unavailable("gpu_binner::times"); }
 grid_band const& gpu_binner::band() const noexcept
 {
@@ -142,5 +144,21 @@ grid_band const& gpu_binner::band() const noexcept
 int gpu_count() noexcept { return 0; }
 
 bool start_gpu(std::string* reason, int) noexcept { return gpu_available(reason); }
+
+std::string_view order_sort_name(order_sort s) noexcept
+{
+  return s == order_sort::segmented ? "sort-segmented" : "sort-radix";
+}
+std::optional<order_sort> parse_order_sort(std::string_view name) noexcept
+{
+  for (auto s : {order_sort::segmented, order_sort::radix}) {
+    if (name == order_sort_name(s)) { return s; }
+  }
+  return std::nullopt;
+}
+order_stats_run order_stats_of_csr(device_csr const&, metric_request const&, float, order_sort)
+{
+  unavailable("order_stats_of_csr");
+}
 
 }  // namespace heightgrid

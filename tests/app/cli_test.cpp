@@ -693,11 +693,15 @@ std::string file_bytes(fs::path const& p)
 
 /// A failed write: exit 4 (output not writable), the output named with the cause, no temporary
 /// (".NAME.tmp-PID", the COG's ".NAME.tmp-PID.src", their ".aux.xml") left in the directory.
+/// A failure while rows are written may also surface when the file is flushed: with GDAL's
+/// compression threads (NUM_THREADS=ALL_CPUS) on a many-core host the row writes only queue.
 void expect_write_failure(run_result const& r, fs::path const& output, std::string const& phase)
 {
   EXPECT_EQ(r.code, 4) << r.output;
-  EXPECT_NE(r.output.find("error: " + output.string() + ": " + phase), std::string::npos)
-    << "expected '" << output.string() << ": " << phase << "' in: " << r.output;
+  bool const named = r.output.find("error: " + output.string() + ": " + phase) != std::string::npos ||
+                     (phase == "cannot write cells at row " &&
+                      r.output.find("error: " + output.string() + ": cannot write: ") != std::string::npos);
+  EXPECT_TRUE(named) << "expected '" << output.string() << ": " << phase << "' in: " << r.output;
   EXPECT_NE(r.output.find("File too large"), std::string::npos) << "the cause is not named: " << r.output;
   for (auto const& e : fs::directory_iterator(output.parent_path())) {
     EXPECT_EQ(e.path().filename().string().find(".tmp"), std::string::npos) << "temporary left: " << e.path();

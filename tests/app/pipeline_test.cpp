@@ -289,6 +289,10 @@ class memory_output final : public grid_output {
     append(bands.count, w.count);
     append(bands.mean, w.mean);
     append(bands.stddev, w.stddev);
+    bands.percentile.resize(w.percentile.size());
+    bands.percentile_of = w.percentile_of;
+    for (std::size_t k = 0; k < w.percentile.size(); ++k) { append(bands.percentile[k], w.percentile[k]); }
+    append(bands.prange, w.prange);
   }
   void commit(std::uint64_t) override { committed = true; }
 
@@ -575,6 +579,99 @@ TEST(GridJob, ATightMemoryBudgetBinsInBandsWithTheSameResult)
   EXPECT_EQ(out.grid.rows, g.rows);
   expect_bands(out.bands, want, extremes());
   EXPECT_EQ(report.binned, 40000U);
+}
+
+metric_request percentiles()
+{
+  return metric_request::from(parse_metric_list("p5,median,p95,p2.5,prange,count,range"));
+}
+
+TEST(GridJob, PercentilesEqualTheWholeCloudWhateverThePartsAndThreads)
+{
+  for (std::size_t part : {std::size_t{1}, std::size_t{7}, std::size_t{1000}}) {
+    for (bool integers : {false, true}) {
+      for (unsigned threads : {1u, 4u}) {
+        auto const c = three_clouds(part, integers);
+        auto const sources = sources_of(c);
+        grid_job_options o;
+        o.xres = o.yres = 1.5;
+        o.request = percentiles();
+        o.device = device_choice::cpu;
+        o.threads = threads;
+        memory_output out;
+        auto const report = run_grid_job(sources, o, out);
+        grid_spec g;
+        auto const want = reference(c, o.request, 1.5, g);
+        ASSERT_TRUE(out.committed);
+        EXPECT_EQ(out.bands.percentile.size(), 4U);
+        expect_bands(out.bands, want, o.request);
+        EXPECT_EQ(report.bands, 1);
+      }
+    }
+  }
+}
+
+TEST(GridJob, PercentilesThatOutgrowTheBudgetSplitTheBandWithTheSameResult)
+{
+  auto const c = three_clouds(900, true);
+  auto const sources = sources_of(c);
+  grid_job_options o;
+  o.xres = o.yres = 0.5;
+  o.request = percentiles();
+  o.device = device_choice::cpu;
+  // The accumulators fit; 40,000 kept points (800 KB) do not: planned as 2+ bands, and split further
+  // where the points crowd.
+  o.host_memory = 300 * 1024;
+  memory_output out;
+  auto const report = run_grid_job(sources, o, out);
+  grid_spec g;
+  auto const want = reference(c, o.request, 0.5, g);
+  EXPECT_GT(report.bands, 2);
+  expect_bands(out.bands, want, o.request);
+  EXPECT_EQ(report.binned, 40000U);
+
+  // A single row whose points cannot fit: a resource error that says what to do.
+  o.host_memory = 20 * 1024;
+  memory_output none;
+  try {
+    (void)run_grid_job(sources, o, none);
+    FAIL() << "no error";
+  } catch (error const& e) {
+    EXPECT_EQ(e.kind(), error_kind::resource);
+    EXPECT_NE(std::string(e.what()).find("percentiles"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(none.committed);
+}
+
+TEST(GridJob, GpuPercentilesEqualTheCpu)
+{
+  if (!gpu_available()) { GTEST_SKIP() << "no usable GPU: GPU percentiles are checked on the GPU machine"; }
+  for (auto reduction : {batch_reduction::atomic, batch_reduction::sorted}) {
+    for (std::size_t part : {std::size_t{1}, std::size_t{999}}) {
+      for (std::uint64_t memory : {std::uint64_t{0}, std::uint64_t{300 * 1024}}) {
+        auto const c = three_clouds(part, true);
+        auto const sources = sources_of(c);
+        grid_job_options o;
+        o.xres = o.yres = 0.5;
+        o.request = percentiles();
+        o.threads = 4;
+        o.host_memory = o.device_memory = memory;
+        o.device = device_choice::cpu;
+        memory_output cpu;
+        (void)run_grid_job(sources, o, cpu);
+        o.device = device_choice::gpu;
+        o.reduction = reduction;
+        memory_output gpu;
+        auto const report = run_grid_job(sources, o, gpu);
+        EXPECT_EQ(report.route, "GPU");
+        if (memory > 0) { EXPECT_GT(report.bands, 2); }
+        SCOPED_TRACE(std::string(batch_reduction_name(reduction)) + ", part " + std::to_string(part) + ", memory " +
+                     std::to_string(memory));
+        expect_bands(gpu.bands, cpu.bands, o.request, 0);
+        EXPECT_EQ(gpu.bands.prange.size(), cpu.bands.prange.size());
+      }
+    }
+  }
 }
 
 TEST(GridJob, NoPointsIsAnInputError)

@@ -14,10 +14,12 @@
 #include "heightgrid/core/cell_accumulator.hpp"
 #include "heightgrid/core/grid_spec.hpp"
 #include "heightgrid/core/metrics.hpp"
+#include "heightgrid/core/order_store.hpp"
 #include "heightgrid/core/point_batch.hpp"
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <vector>
 
@@ -45,7 +47,10 @@ class host_grid {
   /// Zeroed accumulators for every cell of `band`, with sum (mean or stddev) and m2 (stddev) when
   /// `request` needs them. Pages are mapped lazily: an untouched part of a sparse grid costs no RSS.
   /// Throws error_kind::resource when the memory cannot be mapped.
-  host_grid(grid_band const& band, metric_request const& request);
+  /// A request with order statistics (percentiles) also keeps every binned point, at most
+  /// `order_capacity` of them (order_store.hpp: past it, binning throws order_store_full).
+  host_grid(grid_band const& band, metric_request const& request,
+            std::uint64_t order_capacity = std::numeric_limits<std::uint64_t>::max());
   host_grid(host_grid const&) = delete;
   host_grid& operator=(host_grid const&) = delete;
   ~host_grid();
@@ -74,6 +79,7 @@ class host_grid {
 
   /// Output bands of rows [row0, row0 + rows) of the band (band-local rows), cropped to the first
   /// `cols` columns (cols <= grid.cols: an output grid that shares the origin). OpenMP-parallel.
+  /// Order statistics are computed for the whole band at the first call (the kept points freed).
   [[nodiscard]] cell_results finalize_rows(std::uint32_t row0, std::uint32_t rows, std::uint32_t cols,
                                            metric_request const& request, float nodata) const;
 
@@ -87,6 +93,7 @@ class host_grid {
   accumulator_view acc_;
   void* memory_{nullptr};
   std::size_t bytes_{0};
+  std::unique_ptr<order_store> order_;  ///< the kept points, when order statistics are asked
 };
 
 /// Output bands of accumulator rows: the finalize_cell loop over a window, shared by host_grid and

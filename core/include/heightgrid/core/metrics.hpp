@@ -3,24 +3,86 @@
 
 #include "heightgrid/core/binning.hpp"
 
+#include <cmath>
 #include <cstdint>
 #include <limits>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
+
+#if defined(__CUDACC__)
+#define HG_METRICS_HOST_DEVICE __host__ __device__
+#else
+#define HG_METRICS_HOST_DEVICE
+#endif
 
 namespace heightgrid {
 
-enum class metric { range, min, max, count, mean, stddev };
+enum class metric_kind : std::uint8_t { range, min, max, count, mean, stddev, percentile, median, prange };
 
-/// CLI / band-description name of a metric ("range", "min", ...).
-[[nodiscard]] std::string_view metric_name(metric m) noexcept;
-/// Human description written into the band metadata.
-[[nodiscard]] std::string_view metric_description(metric m) noexcept;
+/// One output band: a kind, and for percentile bands the percentile (0-100).
+struct metric {
+  metric_kind kind{metric_kind::range};
+  double p{0.0};  ///< percentile of a `percentile` band; 0 otherwise
+
+  static metric const range, min, max, count, mean, stddev, median, prange;
+  [[nodiscard]] static constexpr metric percentile(double p) noexcept { return {metric_kind::percentile, p}; }
+  /// Whether the band needs every point of a cell at once (an order statistic).
+  [[nodiscard]] constexpr bool is_order_statistic() const noexcept
+  {
+    return kind == metric_kind::percentile || kind == metric_kind::median || kind == metric_kind::prange;
+  }
+  friend constexpr bool operator==(metric a, metric b) noexcept { return a.kind == b.kind && a.p == b.p; }
+  friend constexpr bool operator!=(metric a, metric b) noexcept { return !(a == b); }
+};
+inline constexpr metric metric::range{metric_kind::range};
+inline constexpr metric metric::min{metric_kind::min};
+inline constexpr metric metric::max{metric_kind::max};
+inline constexpr metric metric::count{metric_kind::count};
+inline constexpr metric metric::mean{metric_kind::mean};
+inline constexpr metric metric::stddev{metric_kind::stddev};
+inline constexpr metric metric::median{metric_kind::median};
+inline constexpr metric metric::prange{metric_kind::prange};
+
+/// The robust range's default percentiles (--prange LO,HI).
+inline constexpr double default_prange_lo = 5.0;
+inline constexpr double default_prange_hi = 95.0;
+
+/// CLI / band-description name of a metric ("range", "min", "p95", "p2.5", "median", "prange").
+[[nodiscard]] std::string metric_name(metric m);
+/// Human description written into the band metadata (prange's names its percentiles).
+[[nodiscard]] std::string metric_description(metric m, double prange_lo = default_prange_lo,
+                                             double prange_hi = default_prange_hi);
+/// "range", "p95", "p2.5", "median", ...; nullopt for an unknown name or a percentile outside
+/// [0, 100] (or not a plain decimal number).
 [[nodiscard]] std::optional<metric> parse_metric(std::string_view name) noexcept;
-/// Parses "range,min,count"; throws error_kind::usage on an unknown or repeated name.
+/// Parses "range,min,p95,count"; throws error_kind::usage on an unknown or repeated name, naming it.
 [[nodiscard]] std::vector<metric> parse_metric_list(std::string_view list);
+/// Parses --prange "LO,HI" (0 <= LO < HI <= 100); throws error_kind::usage naming the value.
+[[nodiscard]] std::pair<double, double> parse_prange(std::string_view text);
+
+/// numpy.percentile(z, p) with numpy's default method ('linear') on `n` >= 1 values sorted in
+/// increasing order: q = p / 100, h = (n - 1) * q, lo = floor(h), g = h - lo, and
+/// a + (b - a) * g (g < 0.5) or b - (b - a) * (1 - g) (g >= 0.5) with a = z[lo], b = z[lo + 1];
+/// h >= n - 1 gives z[n - 1]. The same double operations in the same order as numpy (the build
+/// forbids FMA contraction), so the result equals numpy's bit for bit.
+/// `z` is anything indexable whose z[i] converts to double (a pointer, or a decoding view).
+template <class Values>
+HG_METRICS_HOST_DEVICE inline double percentile_of_sorted(Values const& z, std::uint64_t n, double p) noexcept
+{
+  double const q = p / 100.0;
+  double const h = static_cast<double>(n - 1) * q;
+  if (!(h < static_cast<double>(n - 1))) { return static_cast<double>(z[n - 1]); }
+  double const lo = ::floor(h);
+  auto const i = static_cast<std::uint64_t>(lo);
+  double const g = h - lo;
+  double const a = static_cast<double>(z[i]);
+  double const b = static_cast<double>(z[i + 1]);
+  double const d = b - a;
+  return g >= 0.5 ? b - d * (1.0 - g) : a + d * g;
+}
 
 /// Default value written to empty cells of float bands.
 inline constexpr float default_nodata = std::numeric_limits<float>::quiet_NaN();
@@ -33,9 +95,20 @@ struct metric_request {
   bool count{false};
   bool mean{false};
   bool stddev{false};
+  /// Order statistics: the distinct percentiles of pNN and median bands (median is 50), in the
+  /// order first asked; cell_results::percentile has one column per entry.
+  std::vector<double> percentiles;
+  bool prange{false};
+  double prange_lo{default_prange_lo};
+  double prange_hi{default_prange_hi};
 
-  [[nodiscard]] static metric_request from(std::vector<metric> const& metrics) noexcept;
+  [[nodiscard]] static metric_request from(std::vector<metric> const& metrics, double prange_lo = default_prange_lo,
+                                           double prange_hi = default_prange_hi);
   [[nodiscard]] bool needs_sums() const noexcept { return mean || stddev; }
+  /// Whether any band needs every point of a cell at once (percentiles, median, prange).
+  [[nodiscard]] bool needs_order() const noexcept { return !percentiles.empty() || prange; }
+  /// Index of percentile `p` in `percentiles` (p must be there).
+  [[nodiscard]] std::size_t percentile_slot(double p) const noexcept;
 };
 
 /// Per-cell results, one entry per cell, only the requested columns filled.
@@ -46,6 +119,8 @@ struct metric_request {
 ///  - mean = float(sum_z / n) with sum_z in double;
 ///  - stddev is the population standard deviation float(sqrt(sum((z - mean_d)^2) / n)), a second
 ///    pass over the cell with mean_d in double (no sum-of-squares cancellation);
+///  - percentile columns (pNN, median = p50) are percentile_of_sorted over the cell's z values in
+///    double, rounded to float once; prange = float(P(hi) - P(lo)) with both percentiles in double;
 ///  - empty cells hold `nodata` in every float column and 0 in count; a one-point cell has range 0.
 struct cell_results {
   std::vector<float> min;
@@ -54,6 +129,13 @@ struct cell_results {
   std::vector<std::uint32_t> count;
   std::vector<float> mean;
   std::vector<float> stddev;
+  std::vector<std::vector<float>> percentile;  ///< one column per metric_request::percentiles entry
+  std::vector<double> percentile_of;           ///< the percentile of each of those columns
+  std::vector<float> prange;
+
+  /// The column of a float band (min, max, range, mean, stddev, pNN, median, prange); throws
+  /// error_kind::internal for count or a percentile without a column.
+  [[nodiscard]] std::vector<float> const& float_column(metric m) const;
 };
 
 /// CPU (OpenMP) reduction of every cell. Deterministic whatever the thread count: each cell is

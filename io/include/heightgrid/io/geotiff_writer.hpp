@@ -20,6 +20,8 @@ struct raster_write_options {
   std::string crs_wkt;                         ///< empty: no CRS written
   float nodata = default_nodata;               ///< value of empty cells in float bands
   std::vector<std::string> input_paths;        ///< inputs, which the output must not replace
+  double prange_lo = default_prange_lo;        ///< named in a prange band's description
+  double prange_hi = default_prange_hi;
 };
 
 /// Sample type of every band of a written file (GeoTIFF has one type per file).

@@ -35,6 +35,9 @@ struct gpu_binner_options {
   reduce_mode mode{reduce_mode::hybrid};  ///< the CSR mode of the sorted reduction
   metric_request request;                 ///< decides whether sums (and m2) are kept
   int device{-1};                         ///< CUDA device ordinal; -1: the creating thread's current device
+  /// Order statistics (request.needs_order()): points of the band kept at most; fewer when the
+  /// device's free memory holds fewer. Past it, submit throws order_store_full.
+  std::uint64_t order_capacity{0};
 };
 
 /// Where the device's time went, summed over batches (CUDA events on each stream).
@@ -53,6 +56,8 @@ class gpu_binner {
   /// Device bytes the binner allocates for `band` with `options` (accumulators, device batches,
   /// scratch of the sorted reduction).
   [[nodiscard]] static std::size_t device_bytes(grid_band const& band, gpu_binner_options const& options);
+  /// Device bytes a point kept for order statistics costs at the peak of their finalize.
+  [[nodiscard]] static std::size_t order_bytes_per_point() noexcept;
 
   /// Allocates and zeroes the accumulators, the device batches and two streams.
   /// Throws error_kind::resource when the device memory does not suffice, error_kind::device
@@ -81,7 +86,8 @@ class gpu_binner {
   [[nodiscard]] std::uint64_t points_binned();
 
   /// Output bands of band rows [row0, row0 + rows), the first `cols` columns of each row (an
-  /// output grid sharing the band's origin): finalized on the device, then downloaded.
+  /// output grid sharing the band's origin): finalized on the device, then downloaded. Order
+  /// statistics are computed for the whole band at the first call (the kept points freed).
   [[nodiscard]] cell_results finalize_rows(std::uint32_t row0, std::uint32_t rows, std::uint32_t cols,
                                            metric_request const& request, float nodata);
 
@@ -97,8 +103,9 @@ class gpu_binner {
   [[nodiscard]] std::uint32_t max_count();
 
   /// Starts over on `band` (another band of the grid, or another grid): accumulators resized and
-  /// zeroed, point counters zeroed; times and registered memory kept. Synchronizes.
-  void reset(grid_band const& band);
+  /// zeroed, point counters and kept points zeroed; times and registered memory kept. Synchronizes.
+  /// `order_capacity` > 0 replaces options.order_capacity.
+  void reset(grid_band const& band, std::uint64_t order_capacity = 0);
 
   [[nodiscard]] gpu_binner_times times();
   [[nodiscard]] grid_band const& band() const noexcept;

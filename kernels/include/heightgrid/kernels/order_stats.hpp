@@ -1,0 +1,33 @@
+#pragma once
+// Order statistics (percentiles, median, prange) of a whole CSR grid on the device: what `compare`
+// times. The streaming pipeline computes the same bands inside gpu_binner with the same code.
+// Host-clean: included by app/ through g++.
+
+#include "heightgrid/core/metrics.hpp"
+#include "heightgrid/kernels/device_csr.hpp"
+
+#include <optional>
+#include <string_view>
+
+namespace heightgrid {
+
+/// How a grid's points are put in (cell, z) order before the percentiles are read off.
+enum class order_sort {
+  segmented,  ///< scatter into cell order by the counts' offsets, then cub::DeviceSegmentedSort per cell
+  radix,      ///< two global radix sorts (cub::DeviceRadixSort): by z, then stably by cell
+};
+
+[[nodiscard]] std::string_view order_sort_name(order_sort s) noexcept;
+[[nodiscard]] std::optional<order_sort> parse_order_sort(std::string_view name) noexcept;
+
+struct order_stats_run {
+  cell_results bands;      ///< percentile columns (request.percentiles) and prange
+  double kernel_ms{0.0};   ///< device time of the sort and the per-cell selection (CUDA events)
+};
+
+/// The order-statistic bands of every cell of `csr` (its z values in cell order), sorted with
+/// `method`. Throws error_kind::device without a GPU, error_kind::resource when memory runs out.
+[[nodiscard]] order_stats_run order_stats_of_csr(device_csr const& csr, metric_request const& request, float nodata,
+                                                 order_sort method);
+
+}  // namespace heightgrid
