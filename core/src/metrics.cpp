@@ -1,47 +1,43 @@
 #include "heightgrid/core/metrics.hpp"
 
 #include "heightgrid/core/error.hpp"
+#include "heightgrid/core/name_table.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <string>
 
 namespace heightgrid {
 
-std::string_view metric_name(metric m) noexcept
-{
-  switch (m) {
-    case metric::range: return "range";
-    case metric::min: return "min";
-    case metric::max: return "max";
-    case metric::count: return "count";
-    case metric::mean: return "mean";
-    case metric::stddev: return "stddev";
-  }
-  return "?";
-}
+namespace {
+
+struct metric_row {
+  metric value;
+  std::string_view name;
+  std::string_view description;  ///< written into the band metadata
+};
+constexpr std::array<metric_row, 6> metrics{{
+  {metric::range, "range", "height range (max z - min z)"},
+  {metric::min, "min", "minimum z"},
+  {metric::max, "max", "maximum z"},
+  {metric::count, "count", "number of points"},
+  {metric::mean, "mean", "mean z"},
+  {metric::stddev, "stddev", "population standard deviation of z"},
+}};
+
+}  // namespace
+
+std::string_view metric_name(metric m) noexcept { return name_in(metrics, m); }
 
 std::string_view metric_description(metric m) noexcept
 {
-  switch (m) {
-    case metric::range: return "height range (max z - min z)";
-    case metric::min: return "minimum z";
-    case metric::max: return "maximum z";
-    case metric::count: return "number of points";
-    case metric::mean: return "mean z";
-    case metric::stddev: return "population standard deviation of z";
-  }
-  return "?";
+  auto const* row = row_in(metrics, m);
+  return row == nullptr ? std::string_view("?") : row->description;
 }
 
-std::optional<metric> parse_metric(std::string_view name) noexcept
-{
-  for (auto m : {metric::range, metric::min, metric::max, metric::count, metric::mean, metric::stddev}) {
-    if (name == metric_name(m)) { return m; }
-  }
-  return std::nullopt;
-}
+std::optional<metric> parse_metric(std::string_view name) noexcept { return parse_in(metrics, name); }
 
 std::vector<metric> parse_metric_list(std::string_view list)
 {
@@ -51,10 +47,10 @@ std::vector<metric> parse_metric_list(std::string_view list)
     auto const comma = std::min(list.find(',', pos), list.size());
     auto const name = list.substr(pos, comma - pos);
     auto const m = parse_metric(name);
-    expects(m.has_value(), error_kind::usage,
+    HG_EXPECTS(m.has_value(), error_kind::usage,
             "--metrics: unknown metric '" + std::string(name) +
-              "' (expected a comma-separated list of range, min, max, count, mean, stddev)");
-    expects(std::find(out.begin(), out.end(), *m) == out.end(), error_kind::usage,
+              "' (expected a comma-separated list of " + names_in(metrics, ", ") + ")");
+    HG_EXPECTS(std::find(out.begin(), out.end(), *m) == out.end(), error_kind::usage,
             "--metrics: metric '" + std::string(name) + "' is listed twice");
     out.push_back(*m);
     pos = comma + 1;
