@@ -1,12 +1,13 @@
 #include "bench_reduce_command.hpp"
 
+#include "bench_reduce_report.hpp"
 #include "output_file.hpp"
 #include "report.hpp"
 
 #include "heightgrid/core/error.hpp"
-#include "heightgrid/core/reduction_cpu.hpp"
+#include "heightgrid/ladder/reduction_cpu.hpp"
 #include "heightgrid/kernels/gpu.hpp"
-#include "heightgrid/kernels/reduction_ladder.hpp"
+#include "heightgrid/ladder/reduction_ladder.hpp"
 
 #include <nlohmann/json.hpp>
 #include <omp.h>
@@ -27,6 +28,8 @@
 
 namespace heightgrid::app {
 namespace {
+
+using namespace bench_reduce;
 
 namespace fs = std::filesystem;
 using json = nlohmann::ordered_json;
@@ -96,7 +99,7 @@ std::vector<ladder_kernel> parse_kernels(std::string const& text)
     if (dash != std::string::npos && dash > 0) {
       auto const lo = parse_ladder_kernel(item.substr(0, dash));
       auto const hi = parse_ladder_kernel(item.substr(dash + 1));
-      expects(lo && hi && *lo <= *hi, error_kind::usage,
+      HG_EXPECTS(lo && hi && *lo <= *hi, error_kind::usage,
               "--kernels: '" + item + "' is not a range of kernel numbers such as 1-9");
       for (int k = static_cast<int>(*lo); k <= static_cast<int>(*hi); ++k) {
         wanted[static_cast<std::size_t>(k)] = true;
@@ -104,7 +107,7 @@ std::vector<ladder_kernel> parse_kernels(std::string const& text)
       continue;
     }
     auto const k = parse_ladder_kernel(item);
-    expects(k.has_value(), error_kind::usage,
+    HG_EXPECTS(k.has_value(), error_kind::usage,
             "--kernels: '" + item + "' is not a kernel (1-10, or a name such as warp_shuffle or cub)");
     wanted[static_cast<std::size_t>(*k)] = true;
   }
@@ -112,7 +115,7 @@ std::vector<ladder_kernel> parse_kernels(std::string const& text)
   for (auto const k : all_ladder_kernels()) {
     if (wanted[static_cast<std::size_t>(k)]) { out.push_back(k); }
   }
-  expects(!out.empty(), error_kind::usage, "--kernels: '" + text + "' names no kernel");
+  HG_EXPECTS(!out.empty(), error_kind::usage, "--kernels: '" + text + "' names no kernel");
   return out;
 }
 
@@ -122,25 +125,12 @@ std::vector<E> parse_list(std::string const& text, char const* option, Parse par
   std::vector<E> out;
   for (auto const& item : split(text, ',')) {
     auto const v = parse(item);
-    expects(v.has_value(), error_kind::usage, std::string(option) + ": '" + item + "' is not one of " + choices);
+    HG_EXPECTS(v.has_value(), error_kind::usage, std::string(option) + ": '" + item + "' is not one of " + choices);
     if (std::find(out.begin(), out.end(), *v) == out.end()) { out.push_back(*v); }
   }
-  expects(!out.empty(), error_kind::usage, std::string(option) + ": nothing given (choose from " + choices + ")");
+  HG_EXPECTS(!out.empty(), error_kind::usage, std::string(option) + ": nothing given (choose from " + choices + ")");
   return out;
 }
-
-/// Every option, checked together before any work.
-struct settings {
-  std::vector<int> exponents;
-  std::vector<ladder_type> types;
-  std::vector<ladder_op> ops;
-  std::vector<ladder_kernel> kernels;
-  std::vector<int> accuracy_exponents;
-  int repeat{20};
-  int cpu_repeat{3};
-  bool flush_l2{true};
-  std::uint64_t seed{1};
-};
 
 settings check_options(bench_reduce_options const& o)
 {
@@ -150,9 +140,9 @@ settings check_options(bench_reduce_options const& o)
   s.ops = parse_list<ladder_op>(o.ops, "--ops", parse_ladder_op, "sum, max");
   s.kernels = parse_kernels(o.kernels);
   if (o.accuracy) { s.accuracy_exponents = parse_exponents(o.accuracy_sizes, "--accuracy-sizes"); }
-  expects(o.repeat >= 1, error_kind::usage, "--repeat must be >= 1, not " + std::to_string(o.repeat));
-  expects(o.cpu_repeat >= 0, error_kind::usage, "--cpu-repeat must be >= 0, not " + std::to_string(o.cpu_repeat));
-  expects(o.threads >= 0, error_kind::usage, "--threads must be >= 0");
+  HG_EXPECTS(o.repeat >= 1, error_kind::usage, "--repeat must be >= 1, not " + std::to_string(o.repeat));
+  HG_EXPECTS(o.cpu_repeat >= 0, error_kind::usage, "--cpu-repeat must be >= 0, not " + std::to_string(o.cpu_repeat));
+  HG_EXPECTS(o.threads >= 0, error_kind::usage, "--threads must be >= 0");
   s.repeat = o.repeat;
   s.cpu_repeat = o.cpu_repeat;
   s.flush_l2 = !o.no_flush;
@@ -164,38 +154,6 @@ settings check_options(bench_reduce_options const& o)
 
 // ---------------------------------------------------------------------------------------------
 // Measuring
-
-/// The device facts every table refers to; absent without a GPU.
-struct device_facts {
-  gpu_device_info info;
-  double read_gbps{0.0};
-  std::size_t probe_bytes{0};
-};
-
-struct bench_row {
-  std::string name;  ///< kernel name, or "cpu sequential" / "cpu openmp"
-  int kernel{0};     ///< 1..10; 0 for the CPU rows
-  double median_ms{0.0};
-  double min_ms{0.0};
-  double max_ms{0.0};
-  int passes{0};
-  long double value{0.0L};
-  std::optional<long double> rel_error;  ///< float/double sums: against the reference
-  bool wrong{false};
-  double gbps{0.0};
-  double step{0.0};        ///< speedup over the GPU row above (0: none)
-  double cumulative{0.0};  ///< speedup over kernel 1 (or the first GPU row)
-};
-
-struct bench_table {
-  ladder_type type{ladder_type::int32};
-  ladder_op op{ladder_op::sum};
-  int exponent{0};
-  std::uint64_t n{0};
-  double bytes{0.0};
-  std::string cache;  ///< "flushed", "l2_resident" or "dram" (larger than L2, not flushed)
-  std::vector<bench_row> rows;
-};
 
 /// The answer a row is checked against: exact (int32 sums, every max) or the reference sum with
 /// the rounding bound of a GPU tree kernel.
@@ -289,53 +247,6 @@ void finish_table(bench_table& t)
   }
 }
 
-std::string type_op(ladder_type type, ladder_op op)
-{
-  return std::string(ladder_type_name(type)) + " " + std::string(ladder_op_name(op));
-}
-
-std::string describe_cache(std::string const& cache, std::optional<device_facts> const& dev)
-{
-  if (!dev) { return "host memory"; }
-  if (cache == "flushed") { return "L2 flushed before every run: read from DRAM"; }
-  if (cache == "l2_resident") {
-    return "L2-RESIDENT: fits in the " + human_bytes(static_cast<double>(dev->info.l2_bytes)) + " L2, not flushed";
-  }
-  return "larger than L2: read from DRAM";
-}
-
-void print_table(bench_table const& t, std::optional<device_facts> const& dev, std::string const& gpu_skipped)
-{
-  std::printf("\n%s, n = 2^%d = %s (%s), %s\n", type_op(t.type, t.op).c_str(), t.exponent, with_commas(t.n).c_str(),
-              human_bytes(t.bytes).c_str(), describe_cache(t.cache, dev).c_str());
-  std::printf("  %2s  %-22s %10s %10s %9s %8s %7s %7s %6s  %s\n", "#", "kernel", "median ms", "min ms", "GB/s",
-              "% read", "step", "cumul.", "passes",
-              t.rows.empty() || t.rows.front().rel_error ? "rel. error" : "check");
-  for (auto const& r : t.rows) {
-    char pct[16] = "-";
-    if (r.kernel != 0 && dev && dev->read_gbps > 0.0) {
-      std::snprintf(pct, sizeof pct, "%.1f%%", 100.0 * r.gbps / dev->read_gbps);
-    }
-    char step[16] = "-";
-    if (r.step > 0.0) { std::snprintf(step, sizeof step, "%.2fx", r.step); }
-    char cumulative[16] = "-";
-    if (r.cumulative > 0.0) { std::snprintf(cumulative, sizeof cumulative, "%.2fx", r.cumulative); }
-    char passes[16] = "-";
-    if (r.kernel != 0) { std::snprintf(passes, sizeof passes, "%d", r.passes); }
-    char check[48];
-    if (r.rel_error) {
-      std::snprintf(check, sizeof check, "%.2e%s", static_cast<double>(*r.rel_error),
-                    r.wrong ? "  WRONG: beyond bound" : "");
-    } else {
-      std::snprintf(check, sizeof check, "%s", r.wrong ? "WRONG" : "exact");
-    }
-    std::string const number = r.kernel != 0 ? std::to_string(r.kernel) : "-";
-    std::printf("  %2s  %-22s %10.4f %10.4f %9.1f %8s %7s %7s %6s  %s\n", number.c_str(), r.name.c_str(), r.median_ms,
-                r.min_ms, r.gbps, pct, step, cumulative, passes, check);
-  }
-  if (!gpu_skipped.empty()) { std::printf("  (GPU rows skipped: %s)\n", gpu_skipped.c_str()); }
-}
-
 /// The tables of one element type: its input generated once at the largest size, uploaded once,
 /// every size a prefix of it.
 template <typename T>
@@ -403,18 +314,6 @@ void bench_type(ladder_type type, settings const& s, std::optional<device_facts>
 // ---------------------------------------------------------------------------------------------
 // Accuracy of float sums
 
-struct accuracy_entry {
-  std::string key;                   ///< --json key: "cpu_sequential", "gpu_8_warp_shuffle", ...
-  std::string label;                 ///< column title: "cpu seq", "gpu k8", ...
-  std::optional<long double> error;  ///< relative error; none when the GPU was skipped
-};
-
-struct accuracy_row {
-  int exponent{0};
-  long double exact{0.0L};
-  std::vector<accuracy_entry> errors;
-};
-
 /// Float sums of uniform [0, 1) data at n = 2^e: relative error of each method against the
 /// reference. The plain float loop stalls once its sum reaches 2^24 (adding x < 1 to it rounds to
 /// nothing), so its error grows without bound; Kahan's stays at rounding level.
@@ -452,281 +351,6 @@ std::vector<accuracy_row> measure_accuracy(settings const& s, bool gpu)
     rows.push_back(std::move(row));
   }
   return rows;
-}
-
-void print_accuracy(std::vector<accuracy_row> const& rows, std::string const& gpu_skipped)
-{
-  if (rows.empty()) { return; }
-  std::printf(
-    "\nAccuracy of float sums: relative error |s - S| / S, S = Neumaier's compensated sum in long double\n"
-    "(x87, 64-bit significand: exact to ~1e-19 here); data uniform in [0, 1); float u = %.1e\n",
-    static_cast<double>(std::numeric_limits<float>::epsilon() / 2));
-  std::printf(
-    "(gpu k3 = sequential, k7 = multiple_elements, k8 = warp_shuffle: float tree sums; cpu seq is the "
-    "plain loop)\n");
-  std::printf("  %-6s %16s", "n", "S");
-  for (auto const& e : rows.front().errors) { std::printf(" %11s", e.label.c_str()); }
-  std::printf("\n");
-  for (auto const& r : rows) {
-    std::printf("  2^%-4d %16.1Lf", r.exponent, r.exact);
-    for (auto const& e : r.errors) {
-      if (e.error) {
-        std::printf(" %11.2e", static_cast<double>(*e.error));
-      } else {
-        std::printf(" %11s", "skipped");
-      }
-    }
-    std::printf("\n");
-  }
-  if (!gpu_skipped.empty()) { std::printf("  (GPU columns skipped: %s)\n", gpu_skipped.c_str()); }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Verdict: the issue's bar for kernels 7/8 at 2^26 elements and above.
-
-struct verdict {
-  ladder_type type;
-  ladder_op op;
-  int exponent;
-  std::string best;
-  double pct{0.0};
-  double vs_cub{0.0};  ///< CUB's time / the best kernel's time (>= 0.95 passes)
-  bool pass{false};
-};
-
-std::vector<verdict> judge_ladder(std::vector<bench_table> const& tables, device_facts const& dev)
-{
-  std::vector<verdict> out;
-  for (auto const& t : tables) {
-    if (t.exponent < 26) { continue; }
-    bench_row const* best = nullptr;
-    bench_row const* cub = nullptr;
-    for (auto const& r : t.rows) {
-      if ((r.kernel == 7 || r.kernel == 8) && (best == nullptr || r.median_ms < best->median_ms)) { best = &r; }
-      if (r.kernel == 9) { cub = &r; }
-    }
-    if (best == nullptr || cub == nullptr || dev.read_gbps <= 0.0) { continue; }
-    verdict v{
-      t.type, t.op, t.exponent, best->name, 100.0 * best->gbps / dev.read_gbps, cub->median_ms / best->median_ms};
-    v.pass = v.pct >= 90.0 && v.vs_cub >= 1.0 / 1.05;
-    out.push_back(v);
-  }
-  return out;
-}
-
-void print_verdicts(std::vector<verdict> const& verdicts)
-{
-  std::printf(
-    "\nIssue #6 bar: kernel 7 or 8 at >= 90%% of the measured read bandwidth for n >= 2^26, within 5%% of CUB\n");
-  if (verdicts.empty()) {
-    std::printf("  no verdict: needs sizes >= 2^26 (--sizes) and kernels 7 or 8 and 9 (--kernels)\n");
-    return;
-  }
-  for (auto const& v : verdicts) {
-    std::printf("  %-11s 2^%d: %-17s %5.1f%% of read BW, CUB time / its time %.3f -> %s\n",
-                type_op(v.type, v.op).c_str(), v.exponent, v.best.c_str(), v.pct, v.vs_cub,
-                v.pass ? "meets" : "MISSES");
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// --json and --plot
-
-json to_json(bench_reduce_options const& o, settings const& s, std::optional<device_facts> const& dev,
-             std::string const& gpu_skipped, std::vector<bench_table> const& tables,
-             std::vector<accuracy_row> const& accuracy, std::vector<verdict> const& verdicts)
-{
-  json j;
-  j["command"] = o.command_line;
-  if (dev) {
-    j["device"] = {
-      {"name", dev->info.name},
-      {"sm_count", dev->info.sm_count},
-      {"compute_capability", std::to_string(dev->info.cc_major) + "." + std::to_string(dev->info.cc_minor)},
-      {"l2_bytes", dev->info.l2_bytes},
-      {"read_bandwidth_gbps", dev->read_gbps},
-      {"read_bandwidth_probe_bytes", dev->probe_bytes}};
-  } else {
-    j["device"] = nullptr;
-    j["gpu_skipped"] = gpu_skipped;
-  }
-  j["settings"] = {{"repeat", s.repeat},
-                   {"cpu_repeat", s.cpu_repeat},
-                   {"flush_l2", s.flush_l2},
-                   {"seed", s.seed},
-                   {"omp_threads", omp_get_max_threads()},
-                   {"data", "int32: uniform over the whole range; float, double: uniform in [0, 1)"}};
-  json rows = json::array();
-  for (auto const& t : tables) {
-    for (auto const& r : t.rows) {
-      json row = {{"type", ladder_type_name(t.type)},
-                  {"op", ladder_op_name(t.op)},
-                  {"n", t.n},
-                  {"log2_n", t.exponent},
-                  {"bytes", t.bytes},
-                  {"device", r.kernel != 0 ? "gpu" : "cpu"},
-                  {"kernel", r.kernel},
-                  {"name", r.name},
-                  {"median_ms", r.median_ms},
-                  {"min_ms", r.min_ms},
-                  {"max_ms", r.max_ms},
-                  {"gbps", r.gbps},
-                  {"cache", r.kernel != 0 ? t.cache : "host"},
-                  {"correct", !r.wrong}};
-      // int32 results are int64 sums or int32 maxima: exact as JSON integers, not as doubles.
-      row["value"] = t.type == ladder_type::int32 ? json(static_cast<std::int64_t>(r.value))
-                                                  : json(static_cast<double>(r.value));
-      row["passes"] = r.kernel != 0 ? json(r.passes) : json(nullptr);
-      row["pct_read_bw"] =
-        r.kernel != 0 && dev && dev->read_gbps > 0.0 ? json(100.0 * r.gbps / dev->read_gbps) : json(nullptr);
-      row["step_speedup"] = r.step > 0.0 ? json(r.step) : json(nullptr);
-      row["cumulative_speedup"] = r.cumulative > 0.0 ? json(r.cumulative) : json(nullptr);
-      row["rel_error"] = r.rel_error ? json(static_cast<double>(*r.rel_error)) : json(nullptr);
-      rows.push_back(std::move(row));
-    }
-  }
-  j["rows"] = std::move(rows);
-  json acc = json::array();
-  for (auto const& r : accuracy) {
-    json errors = json::object();
-    for (auto const& e : r.errors) { errors[e.key] = e.error ? json(static_cast<double>(*e.error)) : json(nullptr); }
-    acc.push_back({{"n", std::uint64_t{1} << r.exponent},
-                   {"log2_n", r.exponent},
-                   {"reference_sum", static_cast<double>(r.exact)},
-                   {"rel_error", std::move(errors)}});
-  }
-  j["accuracy"] = std::move(acc);
-  json ver = json::array();
-  for (auto const& v : verdicts) {
-    ver.push_back({{"type", ladder_type_name(v.type)},
-                   {"op", ladder_op_name(v.op)},
-                   {"log2_n", v.exponent},
-                   {"best", v.best},
-                   {"pct_read_bw", v.pct},
-                   {"cub_time_over_best", v.vs_cub},
-                   {"meets_bar", v.pass}});
-  }
-  j["verdict"] = std::move(ver);
-  return j;
-}
-
-/// A string literal for a gnuplot script: single quotes, an embedded quote doubled.
-std::string gp_quote(std::string const& s)
-{
-  std::string out = "'";
-  for (char c : s) { out += c == '\'' ? std::string("''") : std::string(1, c); }
-  return out + "'";
-}
-
-bool on_path(std::string const& program)
-{
-  char const* path = std::getenv("PATH");
-  std::istringstream dirs(path != nullptr ? path : "");
-  std::string dir;
-  while (std::getline(dirs, dir, ':')) {
-    auto const candidate = fs::path(dir.empty() ? "." : dir) / program;
-    std::error_code ec;
-    if (fs::is_regular_file(candidate, ec) && ::access(candidate.c_str(), X_OK) == 0) { return true; }
-  }
-  return false;
-}
-
-/// One panel per type x op: GB/s against n (log2 axis), one line per kernel, the read bandwidth
-/// dashed. Drawn by gnuplot (script on its stdin, data inline); without it a warning, no error.
-void plot_bandwidth(std::string const& path, settings const& s, std::vector<bench_table> const& tables,
-                    std::optional<device_facts> const& dev)
-{
-  if (!on_path("gnuplot")) {
-    spdlog::warn(
-      "--plot: gnuplot not found on PATH, so {} was not drawn; install gnuplot-nox "
-      "(apt-get install gnuplot-nox) for plots. The tables and --json are unaffected",
-      path);
-    return;
-  }
-  temporary_file out{fs::path(path)};
-  std::ostringstream gp;
-  int const columns = static_cast<int>(s.types.size());
-  int const rows = static_cast<int>(s.ops.size());
-  gp << "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
-     << "  set terminal pngcairo size " << 560 * columns << "," << 440 * rows << " font 'sans,9'\n"
-     << "} else {\n"
-     << "  set terminal png size " << 560 * columns << "," << 440 * rows << "\n"
-     << "}\n"
-     << "set termoption noenhanced\n"
-     << "set output " << gp_quote(out.path().string()) << "\n"
-     << "set datafile missing '?'\n"
-     << "set key autotitle columnhead left top font ',8'\n"
-     << "set logscale x 2\nset format x '2^%L'\nset logscale y\nset grid\nset xlabel 'n (elements)'\n"
-     << "set ylabel 'GB/s (log scale)'\n";
-  std::string title = "bench-reduce: bandwidth per kernel";
-  if (dev) {
-    std::ostringstream t;
-    t.precision(0);
-    t << std::fixed << " on " << dev->info.name << " (read bandwidth " << dev->read_gbps << " GB/s, dashed)";
-    title += t.str();
-  }
-  gp << "set multiplot layout " << rows << "," << columns << " title " << gp_quote(title) << "\n";
-  int block = 0;
-  for (auto const op : s.ops) {
-    for (auto const type : s.types) {
-      std::vector<std::string> names;
-      std::vector<int> kernels;
-      for (auto const& t : tables) {
-        if (t.type != type || t.op != op) { continue; }
-        for (auto const& r : t.rows) {
-          if (std::find(names.begin(), names.end(), r.name) == names.end()) {
-            names.push_back(r.name);
-            kernels.push_back(r.kernel);
-          }
-        }
-      }
-      ++block;
-      gp << "$d" << block << " << EOD\nn";
-      for (std::size_t i = 0; i < names.size(); ++i) {
-        gp << " \"" << (kernels[i] != 0 ? std::to_string(kernels[i]) + " " : std::string()) << names[i] << "\"";
-      }
-      gp << "\n";
-      for (auto const& t : tables) {
-        if (t.type != type || t.op != op) { continue; }
-        gp << t.n;
-        for (auto const& name : names) {
-          auto const it =
-            std::find_if(t.rows.begin(), t.rows.end(), [&](bench_row const& r) { return r.name == name; });
-          if (it == t.rows.end() || it->gbps <= 0.0) {
-            gp << " ?";
-          } else {
-            gp << ' ' << it->gbps;
-          }
-        }
-        gp << "\n";
-      }
-      gp << "EOD\n";
-      gp << "set title " << gp_quote(type_op(type, op)) << "\n";
-      if (names.empty()) {
-        gp << "plot 0 notitle\n";
-        continue;
-      }
-      gp << "plot for [i=2:" << names.size() + 1 << "] $d" << block << " using 1:i with linespoints pt 7 ps 0.5";
-      if (dev) { gp << ", " << dev->read_gbps << " with lines dt 2 lc rgb 'black' title 'read bandwidth'"; }
-      gp << "\n";
-    }
-  }
-  gp << "unset multiplot\n";
-
-  FILE* pipe = ::popen("gnuplot", "w");
-  expects(pipe != nullptr, error_kind::output, "--plot: cannot start gnuplot");
-  std::string const script = gp.str();
-  std::fwrite(script.data(), 1, script.size(), pipe);
-  int const status = ::pclose(pipe);
-  std::error_code ec;
-  if (status != 0 || !fs::is_regular_file(out.path(), ec) || fs::file_size(out.path(), ec) == 0) {
-    spdlog::warn(
-      "--plot: gnuplot failed (status {}), so {} was not drawn (its messages are above). The tables and "
-      "--json are unaffected",
-      status, path);
-    return;
-  }
-  out.commit();
 }
 
 }  // namespace
@@ -849,7 +473,7 @@ int run_bench_reduce(bench_reduce_options const& o)
   for (auto const& t : tables) {
     for (auto const& r : t.rows) { wrong += r.wrong ? 1 : 0; }
   }
-  expects(wrong == 0, error_kind::internal,
+  HG_EXPECTS(wrong == 0, error_kind::internal,
           "bench-reduce: " + std::to_string(wrong) + " result(s) disagree with the CPU reference (rows marked WRONG)");
   spdlog::info("bench-reduce done in {}", human_seconds(total.seconds()));
   return 0;

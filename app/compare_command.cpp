@@ -18,6 +18,7 @@
 #include "heightgrid/kernels/gpu.hpp"
 #include "heightgrid/kernels/grid_gpu.hpp"
 #include "heightgrid/kernels/order_stats.hpp"
+#include "heightgrid/kernels/hybrid_plan.hpp"
 #include "heightgrid/kernels/reduce_mode.hpp"
 
 #include <nlohmann/json.hpp>
@@ -29,6 +30,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <iostream>
 #include <optional>
 #include <utility>
 #include <sstream>
@@ -74,21 +76,21 @@ std::vector<mode_entry> parse_modes(std::string const& list)
   while (std::getline(items, item, ',')) {
     item.erase(0, item.find_first_not_of(' '));
     item.erase(item.find_last_not_of(' ') + 1);
-    expects(!item.empty(), error_kind::usage, "--modes: empty mode name in '" + list + "'");
+    HG_EXPECTS(!item.empty(), error_kind::usage, "--modes: empty mode name in '" + list + "'");
     mode_entry c{item, std::nullopt, std::nullopt};
     if (auto const sort = parse_order_sort(item)) {
       c.order = *sort;
     } else if (item != cpu_mode_name) {
       auto const m = parse_mode(item);
-      expects(m.has_value(), error_kind::usage,
+      HG_EXPECTS(m.has_value(), error_kind::usage,
               "--modes: unknown mode '" + item + "' (expected a comma list of " + known_modes() + ")");
       c.gpu = *m;
     }
-    expects(std::none_of(out.begin(), out.end(), [&](mode_entry const& o) { return o.name == item; }),
+    HG_EXPECTS(std::none_of(out.begin(), out.end(), [&](mode_entry const& o) { return o.name == item; }),
             error_kind::usage, "--modes: '" + item + "' is listed twice");
     out.push_back(c);
   }
-  expects(!out.empty(), error_kind::usage, "--modes: no mode given");
+  HG_EXPECTS(!out.empty(), error_kind::usage, "--modes: no mode given");
   return out;
 }
 
@@ -217,10 +219,10 @@ std::string plot_title(std::string const& input, std::uint64_t points, std::uint
 /// --replot: the plot of an earlier run, from its --json (e.g. a GPU machine without gnuplot).
 int replot(compare_options const& o)
 {
-  expects(!o.plot.empty(), error_kind::usage, "--replot draws --plot FILE.png from a --json file: give --plot");
+  HG_EXPECTS(!o.plot.empty(), error_kind::usage, "--replot draws --plot FILE.png from a --json file: give --plot");
   check_output_file(o.plot, o.overwrite, "--plot");
   std::ifstream in(o.replot);
-  expects(static_cast<bool>(in), error_kind::input, o.replot + ": cannot open for reading");
+  HG_EXPECTS(static_cast<bool>(in), error_kind::input, o.replot + ": cannot open for reading");
   json j;
   try {
     j = json::parse(in);
@@ -275,6 +277,9 @@ CLI::App* add_compare_command(CLI::App& app, compare_options& o)
   cmd->add_option("--json", o.json, "Also write everything measured to this JSON file");
   cmd->add_option("--plot", o.plot, "Also draw the time per mode and the points-per-cell histogram to this PNG (gnuplot)");
   cmd->add_flag("--overwrite", o.overwrite, "Replace existing --json / --plot files");
+  cmd->add_flag("--list-modes", o.list_modes,
+                "Run nothing: print the GPU reduce modes, one name a line (what --modes and --mode take, less "
+                "cpu and auto), for scripts");
   cmd->add_option("--replot", o.replot,
                   "Run nothing: draw --plot from the --json of an earlier run (e.g. one on a machine without gnuplot)");
   cmd->add_option("--threads", o.threads, "CPU threads (default: all cores)");
@@ -296,6 +301,10 @@ Examples:
 
 int run_compare(compare_options const& o)
 {
+  if (o.list_modes) {
+    for (auto const& row : reduce_modes) { std::cout << row.name << '\n'; }
+    return 0;
+  }
   if (!o.replot.empty()) { return replot(o); }
   // --- every option, checked together before any work
   auto const [xres, yres] = cell_size(o.geometry);
@@ -322,15 +331,15 @@ int run_compare(compare_options const& o)
                                  {std::string(order_sort_name(order_sort::radix)), std::nullopt, order_sort::radix}});
   }
   for (auto const& m : modes) {
-    expects(!m.order || request.needs_order(), error_kind::usage,
+    HG_EXPECTS(!m.order || request.needs_order(), error_kind::usage,
             "--modes " + m.name + " sorts for percentiles, median or prange, which --metrics does not ask for");
   }
-  expects(o.repeat >= 1, error_kind::usage, "--repeat must be >= 1");
+  HG_EXPECTS(o.repeat >= 1, error_kind::usage, "--repeat must be >= 1");
   auto const csr = parse_csr_method(o.csr.empty() ? std::string(csr_method_name(default_csr_method)) : o.csr);
-  expects(csr.has_value(), error_kind::usage, "--csr: '" + o.csr + "' is not counting or radix_sort");
+  HG_EXPECTS(csr.has_value(), error_kind::usage, "--csr: '" + o.csr + "' is not counting or radix_sort");
   unsigned const threads = apply_threads(o.threads);
   auto const fixed_grid = app::fixed_grid(o.geometry);
-  expects(o.json.empty() || o.json != o.plot, error_kind::usage, "--json and --plot name the same file");
+  HG_EXPECTS(o.json.empty() || o.json != o.plot, error_kind::usage, "--json and --plot name the same file");
   if (!o.json.empty()) { check_output_file(o.json, o.overwrite, "--json"); }
   if (!o.plot.empty()) { check_output_file(o.plot, o.overwrite, "--plot"); }
   std::optional<double> const cell_hint = xres == yres ? std::optional<double>(xres) : std::nullopt;
@@ -347,7 +356,7 @@ int run_compare(compare_options const& o)
   for (auto const& m : modes) {
     if (m.gpu && (!mode_supports(*m.gpu, reduce_request) || !reduce_bands)) {
       // A mode named on purpose must do what was asked; one from the default list steps aside.
-      expects(o.modes.empty(), error_kind::usage,
+      HG_EXPECTS(o.modes.empty(), error_kind::usage,
               "--modes " + m.name + " cannot produce every band of --metrics " + o.metrics);
       skipped.push_back({m.name, "cannot produce every band of --metrics " + o.metrics});
     } else if ((m.gpu || m.order) && !use_gpu) {
@@ -358,7 +367,7 @@ int run_compare(compare_options const& o)
     }
   }
   if (!no_gpu_list.empty()) { spdlog::warn("GPU modes {} skipped: no usable GPU ({})", no_gpu_list, why_not); }
-  expects(!runnable.empty(), error_kind::device,
+  HG_EXPECTS(!runnable.empty(), error_kind::device,
           "--modes " + o.modes + ": no mode can run without a usable GPU (" + why_not + "); add cpu");
   bool const needs_points = std::any_of(runnable.begin(), runnable.end(), [](mode_entry const& m) {
     return m.gpu && !mode_reduces_csr(*m.gpu);
@@ -384,7 +393,7 @@ int run_compare(compare_options const& o)
   if (loaded.read.filtered.non_finite > 0) {
     spdlog::warn("skipped {} points with NaN or infinite coordinates", with_commas(loaded.read.filtered.non_finite));
   }
-  expects(!loaded.points.empty() || fixed_grid.has_value(), error_kind::input,
+  HG_EXPECTS(!loaded.points.empty() || fixed_grid.has_value(), error_kind::input,
           (paths.empty() ? std::string("input") : paths.front()) + ": no points left to compare on");
   grid_spec const grid = fixed_grid ? *fixed_grid : grid_from_bounds(loaded.read.extent, xres, yres);
   std::uint64_t const points_kept = loaded.points.size();
@@ -453,6 +462,11 @@ int run_compare(compare_options const& o)
         if (k + 1 == o.repeat) { bands = std::move(run.results); }
       }
     } else if (m.gpu) {
+      if (*m.gpu == reduce_mode::hybrid) {
+        auto const plan = plan_hybrid({dev->num_cells(), dev->num_points(), dev->max_cell_points()}, reduce_request,
+                                      hybrid_default_thresholds_for(reduce_request));
+        spdlog::debug("hybrid plan: {}", describe(plan));
+      }
       (void)reduce(*dev, reduce_request, nodata, *m.gpu, nullptr).kernel_ms();
       std::optional<device_cell_results> last;
       for (int k = 0; k < o.repeat; ++k) {
@@ -468,7 +482,7 @@ int run_compare(compare_options const& o)
         last.emplace(reduce(*dev, reduce_request, nodata, *m.gpu, nullptr));
         gate.open();
         r.ms.push_back(last->kernel_ms());
-        expects(!gate.timed_out(), error_kind::internal,
+        HG_EXPECTS(!gate.timed_out(), error_kind::internal,
                 "compare: mode " + m.name + ": the timing gate opened by itself after 1 s; was something behind it "
                 "waiting for the host?");
       }

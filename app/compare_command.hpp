@@ -24,6 +24,7 @@ struct compare_options {
   std::string plot;
   bool overwrite{false};
   int threads{0};
+  bool list_modes{false};    ///< --list-modes: print the GPU reduce modes, one a line, run nothing
   std::string replot;        ///< --replot FILE.json: draw --plot from an earlier run's --json, run nothing
   std::string command_line;  ///< the invocation, recorded in --json (set by main)
 };

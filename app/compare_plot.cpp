@@ -1,116 +1,16 @@
 #include "compare_plot.hpp"
 
-#include "output_file.hpp"
+#include "gnuplot.hpp"
 
-#include "heightgrid/core/error.hpp"
-
-#include <fcntl.h>
-#include <spawn.h>
-#include <spdlog/spdlog.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cstdlib>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 
-extern char** environ;
-
 namespace heightgrid::app {
-namespace fs = std::filesystem;
-namespace {
-
-/// The first executable `name` on PATH, or empty.
-fs::path find_on_path(std::string const& name)
-{
-  char const* path = std::getenv("PATH");
-  std::istringstream dirs(path ? path : "");
-  std::string dir;
-  while (std::getline(dirs, dir, ':')) {
-    fs::path const candidate = fs::path(dir.empty() ? "." : dir) / name;
-    std::error_code ec;
-    if (fs::is_regular_file(candidate, ec) && ::access(candidate.c_str(), X_OK) == 0) { return candidate; }
-  }
-  return {};
-}
-
-/// A string literal for a gnuplot script: single quotes, an embedded quote doubled.
-std::string gp_quote(std::string const& s)
-{
-  std::string out = "'";
-  for (char c : s) { out += c == '\'' ? std::string("''") : std::string(1, c); }
-  return out + "'";
-}
-
-/// A scratch directory removed with everything in it when this goes out of scope.
-class scratch_dir {
- public:
-  scratch_dir()
-  {
-    char tmpl[] = "heightgrid-plot-XXXXXX";
-    fs::path const pattern = fs::temp_directory_path() / tmpl;
-    std::string buf = pattern.string();
-    expects(::mkdtemp(buf.data()) != nullptr, error_kind::output, "--plot: cannot create a temporary directory in " +
-                                                                     fs::temp_directory_path().string());
-    path_ = buf;
-  }
-  scratch_dir(scratch_dir const&) = delete;
-  scratch_dir& operator=(scratch_dir const&) = delete;
-  ~scratch_dir()
-  {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  [[nodiscard]] fs::path const& path() const noexcept { return path_; }
-
- private:
-  fs::path path_;
-};
-
-/// Runs `program script` with stdout and stderr into `log`; returns its exit status (-1 when it
-/// could not be started or did not exit normally).
-int run_program(fs::path const& program, fs::path const& script, fs::path const& log)
-{
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-  std::string prog = program.string();
-  std::string arg = script.string();
-  char* argv[] = {prog.data(), arg.data(), nullptr};
-  pid_t pid = 0;
-  int const rc = posix_spawn(&pid, prog.c_str(), &actions, nullptr, argv, environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) { return -1; }
-  int status = 0;
-  while (::waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) { return -1; }
-  }
-  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
-
-std::string read_all(fs::path const& p)
-{
-  std::ifstream in(p);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-}  // namespace
 
 bool plot_compare(std::string const& path, std::string const& title, std::vector<plotted_mode> const& modes,
                   cell_count_stats const& stats, int repeat)
 {
-  auto const gnuplot = find_on_path("gnuplot");
-  if (gnuplot.empty()) {
-    spdlog::warn("--plot: gnuplot not found on PATH, so {} was not drawn; install gnuplot-nox "
-                 "(apt-get install gnuplot-nox) for plots; the table and --json are unaffected",
-                 path);
-    return false;
-  }
-  scratch_dir dir;
+  plot_scratch dir;
   {
     std::ofstream times(dir.path() / "times.dat");
     times << "# mode median_ms min_ms max_ms\n";
@@ -125,7 +25,6 @@ bool plot_compare(std::string const& path, std::string const& title, std::vector
            << stats.histogram[k] << '\n';
     }
   }
-  fs::path const png = dir.path() / "plot.png";
   std::ostringstream gp;
   gp << "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
         "  set terminal pngcairo size 1400,560 font 'sans,10'\n"
@@ -133,15 +32,15 @@ bool plot_compare(std::string const& path, std::string const& title, std::vector
         "  set terminal png size 1400,560\n"
         "}\n"
      << "set termoption noenhanced\n"
-     << "set output " << gp_quote(png.string()) << "\n"
-     << "cd " << gp_quote(dir.path().string()) << "\n"
-     << "set multiplot layout 1,2 title " << gp_quote(title) << "\n"
+     << "set output " << gnuplot_quote(dir.png().string()) << "\n"
+     << "cd " << gnuplot_quote(dir.path().string()) << "\n"
+     << "set multiplot layout 1,2 title " << gnuplot_quote(title) << "\n"
      << "set style fill solid 0.7 border -1\n"
         "set boxwidth 0.6\n"
         "set grid ytics\n"
         "unset key\n"
         "set logscale y\n"
-     << "set title " << gp_quote("Reduce time per mode: median of " + std::to_string(repeat) + " runs (bars: min to max)") << "\n"
+     << "set title " << gnuplot_quote("Reduce time per mode: median of " + std::to_string(repeat) + " runs (bars: min to max)") << "\n"
      << "set ylabel 'milliseconds (log scale)'\n"
         "set xrange [-0.6:" << static_cast<double>(modes.size()) - 0.4 << "]\n"
      << "plot 'times.dat' using 0:2:xtic(1) with boxes lc rgb '#4472c4', \\\n"
@@ -156,24 +55,7 @@ bool plot_compare(std::string const& path, std::string const& title, std::vector
         "set offsets 0.6, 0.6, 0, 0\n"
         "plot 'hist.dat' using 1:3:xtic(2) with boxes lc rgb '#ed7d31'\n"
         "unset multiplot\n";
-  {
-    std::ofstream script(dir.path() / "compare.gp");
-    script << gp.str();
-  }
-  int const rc = run_program(gnuplot, dir.path() / "compare.gp", dir.path() / "gnuplot.log");
-  std::error_code ec;
-  if (rc != 0 || !fs::is_regular_file(png, ec) || fs::file_size(png, ec) == 0) {
-    spdlog::warn("--plot: gnuplot ({}) failed{}, so {} was not drawn; the table and --json are unaffected. "
-                 "gnuplot said: {}",
-                 gnuplot.string(), rc > 0 ? " with exit code " + std::to_string(rc) : std::string(), path,
-                 read_all(dir.path() / "gnuplot.log"));
-    return false;
-  }
-  temporary_file out{fs::path(path)};
-  fs::copy_file(png, out.path(), fs::copy_options::overwrite_existing, ec);
-  expects(!ec, error_kind::output, path + ": cannot write the plot: " + ec.message());
-  out.commit();
-  return true;
+  return run_gnuplot(dir, gp.str(), path, "the table and --json are unaffected");
 }
 
 }  // namespace heightgrid::app

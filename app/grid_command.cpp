@@ -39,7 +39,7 @@ float parse_nodata(std::string const& text)
   try {
     std::size_t used = 0;
     double const v = std::stod(text, &used);
-    expects(used == text.size() && std::isfinite(v) && std::abs(v) <= 3.4e38, error_kind::usage,
+    HG_EXPECTS(used == text.size() && std::isfinite(v) && std::abs(v) <= 3.4e38, error_kind::usage,
             "--nodata: '" + text + "' is not a finite Float32 value or 'nan'");
     return static_cast<float>(v);
   } catch (std::logic_error const&) {
@@ -217,19 +217,19 @@ int run_grid(grid_options const& o)
 {
   stopwatch total;
   // --- every option, checked together before any work
-  expects(!o.output.empty(), error_kind::usage, "-o/--output is required");
+  HG_EXPECTS(!o.output.empty(), error_kind::usage, "-o/--output is required");
   auto const [xres, yres] = cell_size(o.geometry);
   auto const fixed = fixed_grid(o.geometry);
   auto const [metrics, request] = parse_metrics(o.metrics, o.prange);
   float const nodata = parse_nodata(o.nodata);
   auto const filter = make_filter(o.in);
-  expects(o.output_format == "GTiff" || o.output_format == "COG", error_kind::usage,
+  HG_EXPECTS(o.output_format == "GTiff" || o.output_format == "COG", error_kind::usage,
           "--of: '" + o.output_format + "' is not supported (use GTiff or COG)");
   for (auto const& co : o.creation_options) {
-    expects(co.find('=') != std::string::npos && co.front() != '=', error_kind::usage,
+    HG_EXPECTS(co.find('=') != std::string::npos && co.front() != '=', error_kind::usage,
             "--co: '" + co + "' is not KEY=VALUE");
   }
-  expects(o.run.device == "auto" || o.run.device == "gpu" || o.run.device == "cpu", error_kind::usage,
+  HG_EXPECTS(o.run.device == "auto" || o.run.device == "gpu" || o.run.device == "cpu", error_kind::usage,
           "--device: '" + o.run.device + "' is not auto, gpu or cpu");
   grid_job_options job;
   job.xres = xres;
@@ -241,8 +241,8 @@ int run_grid(grid_options const& o)
   job.device = o.run.device == "gpu" ? device_choice::gpu : o.run.device == "cpu" ? device_choice::cpu : device_choice::automatic;
   if (o.mode != auto_mode_name) {
     auto const mode = parse_mode(o.mode);
-    expects(mode.has_value(), error_kind::usage, "--mode: '" + o.mode + "' is not a GPU mode (" + mode_list() + ")");
-    expects(mode_supports(*mode, request), error_kind::usage,
+    HG_EXPECTS(mode.has_value(), error_kind::usage, "--mode: '" + o.mode + "' is not a GPU mode (" + mode_list() + ")");
+    HG_EXPECTS(mode_supports(*mode, request), error_kind::usage,
             "--mode " + o.mode + " supports range,min,max,count; --metrics asks for '" + o.metrics + "'");
     job.reduction = mode_reduces_csr(*mode) ? batch_reduction::sorted : batch_reduction::atomic;
     if (mode_reduces_csr(*mode)) { job.mode = *mode; }
@@ -268,7 +268,7 @@ int run_grid(grid_options const& o)
     wopt.crs_wkt = assigned_crs;
     return run_grid_tiled(o, job, metrics, wopt, paths);
   }
-  expects(!o.resume && !o.skip_bad, error_kind::usage, "--resume and --skip-bad apply to tiled output (--tile-size)");
+  HG_EXPECTS(!o.resume && !o.skip_bad, error_kind::usage, "--resume and --skip-bad apply to tiled output (--tile-size)");
   io::check_output_path(o.output, wopt);
   if (!o.gpus.empty()) {
     auto const gpus = parse_gpus(o.gpus);
@@ -276,7 +276,7 @@ int run_grid(grid_options const& o)
       spdlog::warn("--gpus {}: one output raster is gridded on one GPU (GPU {}); --tile-size spreads tiles over several",
                    o.gpus, gpus.front());
     }
-    expects(job.device != device_choice::cpu, error_kind::usage, "--gpus cannot be used with --device cpu");
+    HG_EXPECTS(job.device != device_choice::cpu, error_kind::usage, "--gpus cannot be used with --device cpu");
     job.gpu_device = gpus.front();
     if (job.device == device_choice::automatic) { job.device = device_choice::gpu; }
   }

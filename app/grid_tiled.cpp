@@ -46,7 +46,7 @@ std::uint32_t parse_cells(std::string const& text, std::string const& whole)
 /// Tile size in cells from --tile-size CELLS|COLSxROWS or --tile-size-m SIDE.
 std::pair<std::uint32_t, std::uint32_t> tile_cells(grid_options const& o, double xres, double yres)
 {
-  expects(o.tile_size.empty() || !o.tile_size_m, error_kind::usage, "give --tile-size or --tile-size-m, not both");
+  HG_EXPECTS(o.tile_size.empty() || !o.tile_size_m, error_kind::usage, "give --tile-size or --tile-size-m, not both");
   if (!o.tile_size.empty()) {
     auto const x = o.tile_size.find_first_of("xX");
     if (x == std::string::npos) {
@@ -56,13 +56,13 @@ std::pair<std::uint32_t, std::uint32_t> tile_cells(grid_options const& o, double
     return {parse_cells(o.tile_size.substr(0, x), o.tile_size), parse_cells(o.tile_size.substr(x + 1), o.tile_size)};
   }
   double const side = *o.tile_size_m;
-  expects(std::isfinite(side) && side > 0.0, error_kind::usage, "--tile-size-m: the tile side must be finite and > 0");
+  HG_EXPECTS(std::isfinite(side) && side > 0.0, error_kind::usage, "--tile-size-m: the tile side must be finite and > 0");
   auto const cells = [&](double res, char const* axis) {
     double const n = std::round(side / res);
     std::ostringstream m;
     m << "--tile-size-m " << side << " is not a whole number of " << axis << " cells of " << res
       << " (tiles must hold whole cells; use --tile-size CELLS)";
-    expects(n >= 1.0 && n <= 1e6 && std::abs(n * res - side) <= 1e-9 * side, error_kind::usage, m.str());
+    HG_EXPECTS(n >= 1.0 && n <= 1e6 && std::abs(n * res - side) <= 1e-9 * side, error_kind::usage, m.str());
     return static_cast<std::uint32_t>(n);
   };
   return {cells(xres, "x"), cells(yres, "y")};
@@ -152,14 +152,14 @@ std::vector<int> parse_gpus(std::string const& text)
     } catch (std::logic_error const&) {
       v = -1;
     }
-    expects(v >= (list ? 0 : 1) && v <= 1024, error_kind::usage,
+    HG_EXPECTS(v >= (list ? 0 : 1) && v <= 1024, error_kind::usage,
             "--gpus: '" + text + "' is not all, a count N or a list of device numbers like 0,1");
     out.push_back(v);
   }
   if (present == 0) { throw none(); }
   if (!list) {
     int const n = out.front();
-    expects(n <= present, error_kind::usage,
+    HG_EXPECTS(n <= present, error_kind::usage,
             "--gpus " + text + ": this machine has " + std::to_string(present) + " GPU" + (present == 1 ? "" : "s"));
     out.clear();
     for (int d = 0; d < n; ++d) { out.push_back(d); }
@@ -167,9 +167,9 @@ std::vector<int> parse_gpus(std::string const& text)
   }
   std::vector<int> seen = out;
   std::sort(seen.begin(), seen.end());
-  expects(std::adjacent_find(seen.begin(), seen.end()) == seen.end(), error_kind::usage,
+  HG_EXPECTS(std::adjacent_find(seen.begin(), seen.end()) == seen.end(), error_kind::usage,
           "--gpus: '" + text + "' names a device twice");
-  expects(seen.back() < present, error_kind::usage,
+  HG_EXPECTS(seen.back() < present, error_kind::usage,
           "--gpus " + text + ": device " + std::to_string(seen.back()) + " asked for, but this machine has " +
             std::to_string(present) + " (devices 0.." + std::to_string(present - 1) + ")");
   return out;
@@ -206,11 +206,11 @@ tiled_setup open_catalogue(grid_options const& o, grid_job_options const& job, s
   t.fixed_grid = job.fixed_grid;
   t.job.fixed_grid.reset();
   std::tie(t.tile_cols, t.tile_rows) = tile_cells(o, job.xres, job.yres);
-  expects(!(o.resume && o.overwrite), error_kind::usage, "give --resume or --overwrite, not both");
+  HG_EXPECTS(!(o.resume && o.overwrite), error_kind::usage, "give --resume or --overwrite, not both");
   t.out_dir = o.output;
   while (t.out_dir.size() > 1 && t.out_dir.back() == '/') { t.out_dir.pop_back(); }
   t.name = o.tile_name.empty() ? fs::path(t.out_dir).filename().string() : o.tile_name;
-  expects(!t.name.empty() && t.name != "." && t.name != ".." && t.name.find('/') == std::string::npos,
+  HG_EXPECTS(!t.name.empty() && t.name != "." && t.name != ".." && t.name.find('/') == std::string::npos,
           error_kind::usage, "--tile-name: '" + t.name + "' cannot name files (give --tile-name NAME)");
   t.bands = bands;
   t.write = write;
@@ -218,7 +218,7 @@ tiled_setup open_catalogue(grid_options const& o, grid_job_options const& job, s
   t.resume = o.resume;
   t.skip_bad = o.skip_bad;
   t.batch_points = o.in.reader.chunk_points;
-  expects(o.gpus.empty() || job.device != device_choice::cpu, error_kind::usage, "--gpus cannot be used with --device cpu");
+  HG_EXPECTS(o.gpus.empty() || job.device != device_choice::cpu, error_kind::usage, "--gpus cannot be used with --device cpu");
   if (role != tiled_role::coordinator) { t.gpus = parse_gpus(o.gpus); }
 
   // The output directory, before any input is read.
@@ -226,12 +226,12 @@ tiled_setup open_catalogue(grid_options const& o, grid_job_options const& job, s
     std::error_code ec;
     fs::path const dir(t.out_dir);
     if (fs::exists(dir, ec)) {
-      expects(fs::is_directory(dir, ec), error_kind::output,
+      HG_EXPECTS(fs::is_directory(dir, ec), error_kind::output,
               t.out_dir + ": exists and is not a directory (with --tile-size, -o names a directory)");
-      expects(o.resume || o.overwrite || fs::directory_iterator(dir, ec) == fs::directory_iterator(), error_kind::output,
+      HG_EXPECTS(o.resume || o.overwrite || fs::directory_iterator(dir, ec) == fs::directory_iterator(), error_kind::output,
               t.out_dir + ": output directory exists; use --overwrite to replace its tiles or --resume to continue");
     } else {
-      expects(!o.resume, error_kind::output, t.out_dir + ": no earlier tiled run to resume (the directory does not exist)");
+      HG_EXPECTS(!o.resume, error_kind::output, t.out_dir + ": no earlier tiled run to resume (the directory does not exist)");
     }
   }
 

@@ -166,7 +166,7 @@ int run_info(info_options const& o)
   auto const filter = make_filter(o.in);
   filter_rules const rules(filter);
   unsigned const threads = apply_threads(o.threads);
-  expects(o.res >= 0.0 && std::isfinite(o.res), error_kind::usage, "--res must be a positive cell size");
+  HG_EXPECTS(o.res >= 0.0 && std::isfinite(o.res), error_kind::usage, "--res must be a positive cell size");
   auto const paths = input_paths(o.in);
   if (o.headers_only || paths.size() > 1) {
     auto const catalogue = open_sources(o.in, paths, std::nullopt, threads, true);

@@ -89,7 +89,7 @@ void check_regular_file(std::string const& path)
     int const err = errno;
     throw error(error_kind::input, path + ": cannot read: " + std::generic_category().message(err));
   }
-  expects(S_ISREG(st.st_mode), error_kind::input,
+  HG_EXPECTS(S_ISREG(st.st_mode), error_kind::input,
           path + ": is " + file_kind(st.st_mode) + ", not a regular file; heightgrid reads only regular files");
 }
 
@@ -122,7 +122,7 @@ constexpr std::uint64_t max_synth_points = std::uint64_t{1} << 50;
 
 void check_synth_points(std::uint64_t points)
 {
-  expects(points <= max_synth_points, error_kind::usage,
+  HG_EXPECTS(points <= max_synth_points, error_kind::usage,
           "--points: " + std::to_string(points) + " is more than the " + std::to_string(max_synth_points) +
             " points a synthetic cloud may have");
 }
@@ -156,8 +156,8 @@ std::vector<std::string> expand_inputs(std::vector<std::string> const& args)
         auto const ext = lower_extension(entry.path().string());
         if (entry.is_regular_file() && (ext == ".las" || ext == ".laz")) { found.push_back(entry.path().string()); }
       }
-      expects(!ec, error_kind::input, arg + ": cannot list directory: " + ec.message());
-      expects(!found.empty(), error_kind::input, arg + ": directory holds no .las or .laz files");
+      HG_EXPECTS(!ec, error_kind::input, arg + ": cannot list directory: " + ec.message());
+      HG_EXPECTS(!found.empty(), error_kind::input, arg + ": directory holds no .las or .laz files");
       std::sort(found.begin(), found.end());
       out.insert(out.end(), found.begin(), found.end());
     } else if (fs::exists(arg, ec)) {
@@ -168,7 +168,7 @@ std::vector<std::string> expand_inputs(std::vector<std::string> const& args)
       std::vector<std::string> found;
       for (std::size_t i = 0; rc == 0 && i < g.gl_pathc; ++i) { found.emplace_back(g.gl_pathv[i]); }
       ::globfree(&g);
-      expects(!found.empty(), error_kind::input, arg + ": pattern matches no file");
+      HG_EXPECTS(!found.empty(), error_kind::input, arg + ": pattern matches no file");
       out.insert(out.end(), found.begin(), found.end());  // glob() sorts
     } else {
       throw error(error_kind::input, arg + ": no such file or directory");
@@ -181,11 +181,11 @@ std::vector<std::string> expand_inputs(std::vector<std::string> const& args)
 input_format resolve_input_format(std::string const& path, input_format requested)
 {
   std::error_code ec;
-  expects(!fs::is_directory(path, ec), error_kind::input, path + ": is a directory");
+  HG_EXPECTS(!fs::is_directory(path, ec), error_kind::input, path + ": is a directory");
   check_regular_file(path);
   {
     std::ifstream probe(path, std::ios::binary);
-    expects(static_cast<bool>(probe), error_kind::input, path + ": cannot open for reading");
+    HG_EXPECTS(static_cast<bool>(probe), error_kind::input, path + ": cannot open for reading");
   }
   if (requested != input_format::automatic) { return requested; }
   auto const ext = lower_extension(path);
@@ -193,7 +193,7 @@ input_format resolve_input_format(std::string const& path, input_format requeste
   if (is_text_extension(ext)) { return input_format::text; }
   std::string why;
   auto const format = probe_gdal(path, why);
-  expects(format != input_format::automatic, error_kind::input,
+  HG_EXPECTS(format != input_format::automatic, error_kind::input,
           path + ": unknown format (not LAS, not XYZ/CSV text by extension, and GDAL opens it "
                  "neither as a raster nor as a vector layer" +
             (why.empty() ? std::string() : "; GDAL: " + quote_for_message(why, 200)) +
@@ -218,7 +218,7 @@ std::unique_ptr<point_source> open_input(std::string const& path, input_options 
 synth_kind parse_synth_kind_option(std::string const& name, std::string const& option)
 {
   auto const kind = parse_synth_kind(name);
-  expects(kind.has_value(), error_kind::usage,
+  HG_EXPECTS(kind.has_value(), error_kind::usage,
           option + ": unknown synthetic kind '" + name + "' (expected one of " + synth_kind_list() + ")");
   return *kind;
 }
@@ -232,25 +232,25 @@ synth_options make_synth_options(synth_kind kind, synth_params const& p, std::op
   s.zipf_s = p.zipf_s;
   s.hotspots = p.hotspots;
   s.cell_size = p.cell_size ? *p.cell_size : cell_size_hint ? *cell_size_hint : 1.0;
-  expects(std::isfinite(s.cell_size) && s.cell_size > 0.0, error_kind::usage,
+  HG_EXPECTS(std::isfinite(s.cell_size) && s.cell_size > 0.0, error_kind::usage,
           "--cell-size: " + std::to_string(s.cell_size) + " is not a positive cell size");
   bool const has_extent = !p.extent.empty();
-  expects(!(has_extent && p.density && p.points), error_kind::usage,
+  HG_EXPECTS(!(has_extent && p.density && p.points), error_kind::usage,
           "--points, " + extent_option + " and --density: give at most two (any two give the third)");
   if (has_extent) {
-    expects(p.extent.size() == 4, error_kind::usage, extent_option + " takes XMIN YMIN XMAX YMAX");
+    HG_EXPECTS(p.extent.size() == 4, error_kind::usage, extent_option + " takes XMIN YMIN XMAX YMAX");
     s.xmin = p.extent[0];
     s.ymin = p.extent[1];
     s.xmax = p.extent[2];
     s.ymax = p.extent[3];
-    expects(std::isfinite(s.xmin) && std::isfinite(s.ymin) && std::isfinite(s.xmax) && std::isfinite(s.ymax) &&
+    HG_EXPECTS(std::isfinite(s.xmin) && std::isfinite(s.ymin) && std::isfinite(s.xmax) && std::isfinite(s.ymax) &&
               s.xmin < s.xmax && s.ymin < s.ymax,
             error_kind::usage, extent_option + ": the extent must be finite with XMIN < XMAX and YMIN < YMAX");
     if (p.density) {
-      expects(std::isfinite(*p.density) && *p.density > 0.0, error_kind::usage,
+      HG_EXPECTS(std::isfinite(*p.density) && *p.density > 0.0, error_kind::usage,
               "--density: " + std::to_string(*p.density) + " is not a positive number of points per square unit");
       double const n = std::round(*p.density * (s.xmax - s.xmin) * (s.ymax - s.ymin));
-      expects(n < 0x1.0p62, error_kind::usage, "--density: too many points for " + extent_option);
+      HG_EXPECTS(n < 0x1.0p62, error_kind::usage, "--density: too many points for " + extent_option);
       s.points = static_cast<std::uint64_t>(n);
     } else {
       s.points = p.points.value_or(1000000);

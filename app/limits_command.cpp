@@ -37,7 +37,7 @@ double read_files_gbps(std::vector<std::string> const& files, unsigned threads, 
   for (std::size_t f = 0; f < files.size(); ++f) {
     std::error_code ec;
     auto const size = std::filesystem::file_size(files[f], ec);
-    expects(!ec, error_kind::input, files[f] + ": cannot read its size: " + ec.message());
+    HG_EXPECTS(!ec, error_kind::input, files[f] + ": cannot read its size: " + ec.message());
     sizes.push_back(size);
     total += size;
     for (std::uint64_t o = 0; o < size; o += block) { pieces.push_back({f, o}); }
@@ -70,7 +70,7 @@ double read_files_gbps(std::vector<std::string> const& files, unsigned threads, 
   for (auto& t : pool) { t.join(); }
   double const s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   for (int d : fds) { ::close(d); }
-  expects(!failed, error_kind::input, "a file shrank while it was read");
+  HG_EXPECTS(!failed, error_kind::input, "a file shrank while it was read");
   return s > 0.0 ? static_cast<double>(total) / s / 1e9 : 0.0;
 }
 
@@ -92,7 +92,7 @@ CLI::App* add_limits_command(CLI::App& app, limits_options& o)
 int run_limits(limits_options const& o)
 {
   std::uint64_t const copy = parse_memory(o.copy_size, "--copy-size");
-  expects(copy > 0, error_kind::usage, "--copy-size must be > 0");
+  HG_EXPECTS(copy > 0, error_kind::usage, "--copy-size must be > 0");
   unsigned const threads = worker_threads(static_cast<unsigned>(o.threads));
   if (!o.files.empty()) {
     std::uint64_t bytes = 0;

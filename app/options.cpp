@@ -57,7 +57,7 @@ filter_options make_filter(input_selection const& o)
   auto const to_classes = [](std::vector<int> const& in, char const* opt) {
     std::vector<std::uint8_t> out;
     for (int c : in) {
-      expects(c >= 0 && c <= 255, error_kind::usage,
+      HG_EXPECTS(c >= 0 && c <= 255, error_kind::usage,
               std::string(opt) + ": class " + std::to_string(c) + " is not in 0..255");
       out.push_back(static_cast<std::uint8_t>(c));
     }
@@ -70,17 +70,17 @@ filter_options make_filter(input_selection const& o)
   } else if (o.returns == "last") {
     f.returns = return_filter::last;
   } else {
-    expects(o.returns == "all", error_kind::usage, "--returns: '" + o.returns + "' is not all, first or last");
+    HG_EXPECTS(o.returns == "all", error_kind::usage, "--returns: '" + o.returns + "' is not all, first or last");
   }
   if (o.z_min) {
-    expects(!std::isnan(*o.z_min), error_kind::usage, "--z-min: nan is not a height (give a number)");
+    HG_EXPECTS(!std::isnan(*o.z_min), error_kind::usage, "--z-min: nan is not a height (give a number)");
     f.z_min = *o.z_min;
   }
   if (o.z_max) {
-    expects(!std::isnan(*o.z_max), error_kind::usage, "--z-max: nan is not a height (give a number)");
+    HG_EXPECTS(!std::isnan(*o.z_max), error_kind::usage, "--z-max: nan is not a height (give a number)");
     f.z_max = *o.z_max;
   }
-  expects(f.z_min <= f.z_max, error_kind::usage,
+  HG_EXPECTS(f.z_min <= f.z_max, error_kind::usage,
           "--z-min " + format_number(f.z_min) + " is above --z-max " + format_number(f.z_max));
   return f;
 }
@@ -95,10 +95,10 @@ void add_geometry_options(CLI::App& cmd, grid_geometry& g)
 
 std::pair<double, double> cell_size(grid_geometry const& g)
 {
-  expects(!g.res.empty() || !g.tr.empty(), error_kind::usage, "give the cell size with --res R or --tr XRES YRES");
+  HG_EXPECTS(!g.res.empty() || !g.tr.empty(), error_kind::usage, "give the cell size with --res R or --tr XRES YRES");
   double const xres = g.tr.empty() ? g.res.front() : g.tr[0];
   double const yres = g.tr.empty() ? g.res.front() : g.tr[1];
-  expects(std::isfinite(xres) && std::isfinite(yres) && xres > 0.0 && yres > 0.0, error_kind::usage,
+  HG_EXPECTS(std::isfinite(xres) && std::isfinite(yres) && xres > 0.0 && yres > 0.0, error_kind::usage,
           "invalid resolution " + std::to_string(xres) + " x " + std::to_string(yres) +
             ": the cell size must be finite and > 0");
   return {xres, yres};
@@ -171,10 +171,10 @@ std::uint64_t parse_memory(std::string const& text, std::string const& option)
   } else if (unit == "T") {
     scale = 1024.0 * 1024.0 * 1024.0 * 1024.0;
   } else {
-    expects(unit.empty(), error_kind::usage, option + ": unknown unit in '" + text + "' (use K, M, G or T)");
+    HG_EXPECTS(unit.empty(), error_kind::usage, option + ": unknown unit in '" + text + "' (use K, M, G or T)");
   }
   double const bytes = value * scale;
-  expects(std::isfinite(bytes) && bytes >= 1024.0 * 1024.0 && bytes < 0x1.0p62, error_kind::usage,
+  HG_EXPECTS(std::isfinite(bytes) && bytes >= 1024.0 * 1024.0 && bytes < 0x1.0p62, error_kind::usage,
           option + ": '" + text + "' is not a usable size (at least 1M)");
   return static_cast<std::uint64_t>(bytes);
 }
@@ -187,7 +187,7 @@ unsigned apply_threads(int threads)
   // from slow disks.
   unsigned const cores = std::max(1u, std::thread::hardware_concurrency());
   unsigned const most = std::max(64u, 4 * cores);
-  expects(threads >= 0 && static_cast<unsigned>(threads) <= most, error_kind::usage,
+  HG_EXPECTS(threads >= 0 && static_cast<unsigned>(threads) <= most, error_kind::usage,
           "--threads: " + std::to_string(threads) + " is not in 0.." + std::to_string(most) +
             " (0: every core, " + std::to_string(cores) + " here)");
   if (threads > 0) { omp_set_num_threads(threads); }

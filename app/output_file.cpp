@@ -15,12 +15,12 @@ namespace fs = std::filesystem;
 
 void check_output_file(std::string const& path, bool overwrite, std::string const& what)
 {
-  expects(!path.empty(), error_kind::usage, what + ": the output path is empty");
+  HG_EXPECTS(!path.empty(), error_kind::usage, what + ": the output path is empty");
   fs::path const target(path);
   std::error_code ec;
   check_output_target(path, overwrite);
   fs::path const dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
-  expects(fs::is_directory(dir, ec), error_kind::output,
+  HG_EXPECTS(fs::is_directory(dir, ec), error_kind::output,
           path + ": directory '" + dir.string() + "' does not exist");
   check_directory_writable(path, dir);
 }
@@ -43,7 +43,7 @@ void temporary_file::commit()
 {
   std::error_code ec;
   fs::rename(path_, target_, ec);
-  expects(!ec, error_kind::output,
+  HG_EXPECTS(!ec, error_kind::output,
           target_.string() + ": cannot move '" + path_.string() + "' into place: " + ec.message());
   committed_ = true;
 }
@@ -53,10 +53,10 @@ void write_text_file(std::string const& path, std::string const& text)
   temporary_file tmp{fs::path(path)};
   {
     std::ofstream out(tmp.path(), std::ios::binary);
-    expects(static_cast<bool>(out), error_kind::output, path + ": cannot create '" + tmp.path().string() + "'");
+    HG_EXPECTS(static_cast<bool>(out), error_kind::output, path + ": cannot create '" + tmp.path().string() + "'");
     out << text;
     out.close();
-    expects(static_cast<bool>(out), error_kind::output, path + ": write failed (disk full?)");
+    HG_EXPECTS(static_cast<bool>(out), error_kind::output, path + ": write failed (disk full?)");
   }
   tmp.commit();
 }

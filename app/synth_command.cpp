@@ -99,11 +99,11 @@ int run_synth(synth_command_options const& o)
 {
   stopwatch clock;
   auto const kind = parse_synth_kind_option(o.kind, "synth");
-  expects(o.las_version == "1.4" || o.las_version == "1.2", error_kind::usage,
+  HG_EXPECTS(o.las_version == "1.4" || o.las_version == "1.2", error_kind::usage,
           "--las-version: '" + o.las_version + "' is not 1.4 or 1.2");
-  expects(o.chunk_points > 0, error_kind::usage, "--chunk-points must be > 0");
-  expects(o.threads >= 0, error_kind::usage, "--threads must be >= 0");
-  expects(!ends_with_laz(o.output), error_kind::usage,
+  HG_EXPECTS(o.chunk_points > 0, error_kind::usage, "--chunk-points must be > 0");
+  HG_EXPECTS(o.threads >= 0, error_kind::usage, "--threads must be >= 0");
+  HG_EXPECTS(!ends_with_laz(o.output), error_kind::usage,
           o.output + ": heightgrid writes uncompressed LAS only; name the output .las");
   auto const options = make_synth_options(kind, o.shape, std::nullopt, "--extent");
   synthetic_source source(options);

@@ -3,7 +3,7 @@
 #
 #   scripts/laz_bench.sh BUILD_DIR WORK_DIR "1 2 4 8 16" [REPEAT] [POINTS]
 #
-# BUILD_DIR holds `heightgrid` and `tests/io/las_read_bench` (a Release build). WORK_DIR gets
+# BUILD_DIR holds `heightgrid` and `bench/las_read_bench` (a Release build). WORK_DIR gets
 # (once; reused when present) one POINTS-point cloud (default 10^8) from `heightgrid synth lidar`
 # as two LAZ files made by scripts/laz_make_big.py (lazrs, 50000-point chunks): LAS 1.4 PDRF 6
 # (layered chunks, items v3) and LAS 1.2 PDRF 1 (pointwise chunks, items v2); the uncompressed
@@ -39,7 +39,7 @@ work=$(cd "$work" && pwd)
 
 heightgrid="$build_dir/app/heightgrid"
 [[ -x $heightgrid ]] || heightgrid="$build_dir/heightgrid"
-bench="$build_dir/tests/io/las_read_bench"
+bench="$build_dir/bench/las_read_bench"
 for tool in "$heightgrid" "$bench"; do
   if [[ ! -x $tool ]]; then
     echo "laz_bench.sh: $tool not found (cmake --build $build_dir --target heightgrid las_read_bench)" >&2

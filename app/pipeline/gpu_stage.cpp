@@ -143,7 +143,7 @@ gpu_stage::gpu_stage(std::size_t batch_points, std::size_t ring_slots, int devic
   // Page-aligned, so that registering it pins whole pages of ours only.
   std::size_t const bytes = (s_->slots * s_->slot_bytes + 4095) / 4096 * 4096;
   s_->ring.reset(static_cast<std::byte*>(std::aligned_alloc(4096, bytes)));
-  expects(s_->ring != nullptr, error_kind::resource,
+  HG_EXPECTS(s_->ring != nullptr, error_kind::resource,
           "cannot allocate " + std::to_string(bytes >> 20) + " MiB of host memory for the GPU's batch ring");
   for (std::size_t i = s_->slots; i-- > 0;) { s_->free_slots.push_back(i); }
   start_threads_running.fetch_add(1);
@@ -174,7 +174,7 @@ void gpu_stage::configure(grid_band const& band, gpu_binner_options const& optio
 {
   {
     std::lock_guard<std::mutex> lock(s_->mutex);
-    expects(!s_->configured, error_kind::internal, "gpu_stage::configure called twice");
+    HG_EXPECTS(!s_->configured, error_kind::internal, "gpu_stage::configure called twice");
     s_->band = band;
     s_->options = options;
     s_->options.batch_points = s_->batch_points;
@@ -246,7 +246,7 @@ void gpu_stage::give_back(point_batch const& b) { s_->release(s_->slot_of(b)); }
 
 void gpu_stage::submit(point_batch const& b)
 {
-  expects(s_->now.load() == state::ready, error_kind::internal, "gpu_stage::submit before the GPU is ready");
+  HG_EXPECTS(s_->now.load() == state::ready, error_kind::internal, "gpu_stage::submit before the GPU is ready");
   std::size_t const slot = s_->slot_of(b);
   shared* s = s_.get();  // outlives the callback: the binner waits for its streams first
   std::lock_guard<std::mutex> lock(s_->submitting);
@@ -270,7 +270,7 @@ void gpu_stage::resume()
 
 gpu_binner& gpu_stage::binner()
 {
-  expects(s_->now.load() == state::ready, error_kind::internal, "gpu_stage::binner before the GPU is ready");
+  HG_EXPECTS(s_->now.load() == state::ready, error_kind::internal, "gpu_stage::binner before the GPU is ready");
   return *s_->binner;
 }
 

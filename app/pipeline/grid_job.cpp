@@ -151,7 +151,7 @@ class grid_job {
     } else if (gpu_ == nullptr) {
       gpu_ = std::make_shared<gpu_stage>(batch_points_, threads_ * ring_slots_per_worker + ring_extra_slots, o_.gpu_device);
     }
-    expects(gpu_ == nullptr || gpu_->batch_points() >= batch_points_, error_kind::internal,
+    HG_EXPECTS(gpu_ == nullptr || gpu_->batch_points() >= batch_points_, error_kind::internal,
             "grid_job: the GPU stage's batches are smaller than the sources' parts");
   }
 

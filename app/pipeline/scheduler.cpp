@@ -30,7 +30,7 @@ class scheduler {
       auto& st = states_[s];
       st.concurrent = sources[s]->concurrent_parts();
       st.count = sources[s]->part_count();
-      expects(st.concurrent ? st.count.has_value() : true, error_kind::internal,
+      HG_EXPECTS(st.concurrent ? st.count.has_value() : true, error_kind::internal,
               sources[s]->info().path + ": a concurrent part source must know its part count");
       st.exhausted = st.count.has_value() && *st.count == 0;
     }

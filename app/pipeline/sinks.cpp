@@ -19,7 +19,7 @@ point_batch worker_buffers::get(unsigned worker)
   if (!m) {
     std::size_t const bytes = (batch_bytes(batch_points_) + 63) / 64 * 64;
     m.reset(static_cast<std::byte*>(std::aligned_alloc(64, bytes)));
-    expects(m != nullptr, error_kind::resource,
+    HG_EXPECTS(m != nullptr, error_kind::resource,
             "cannot allocate " + std::to_string(bytes >> 20) + " MiB for a reading thread's batch");
   }
   point_batch b;
@@ -33,8 +33,8 @@ grid_sink::grid_sink(bin_route route, unsigned workers, std::size_t batch_points
   : route_(route), buffers_(workers, batch_points), host_(host), gpu_(gpu), make_host_(std::move(make_host)),
     workers_(workers)
 {
-  expects(route == bin_route::gpu || host != nullptr, error_kind::internal, "grid_sink: CPU binning without a host grid");
-  expects(route == bin_route::cpu || gpu != nullptr, error_kind::internal, "grid_sink: GPU binning without a GPU stage");
+  HG_EXPECTS(route == bin_route::gpu || host != nullptr, error_kind::internal, "grid_sink: CPU binning without a host grid");
+  HG_EXPECTS(route == bin_route::cpu || gpu != nullptr, error_kind::internal, "grid_sink: GPU binning without a GPU stage");
 }
 
 point_batch grid_sink::acquire(unsigned worker, std::atomic<bool> const& stopping)
@@ -118,7 +118,7 @@ host_grid* grid_sink::fallback_host()
 {
   std::lock_guard<std::mutex> lock(fallback_mutex_);
   if (host_.load() == nullptr) {
-    expects(static_cast<bool>(make_host_), error_kind::device,
+    HG_EXPECTS(static_cast<bool>(make_host_), error_kind::device,
             "--device gpu: the GPU could not be used: " + (gpu_ != nullptr ? gpu_->failure() : std::string("no GPU stage")));
     host_.store(make_host_());
   }

@@ -38,7 +38,7 @@ class sequential_part_source final : public part_source {
       source_ = open_();
       next_ = 0;
     }
-    expects(k == next_, error_kind::internal,
+    HG_EXPECTS(k == next_, error_kind::internal,
             info().path + ": sequential part " + std::to_string(k) + " asked for, " + std::to_string(next_) + " is next");
     ++next_;
     part_result r;
@@ -77,7 +77,7 @@ std::unique_ptr<part_source> open_part_source(std::string const& path, input_opt
 input_options reader_options(input_selection const& in)
 {
   auto const format = parse_input_format(in.input_format);
-  expects(format.has_value(), error_kind::usage,
+  HG_EXPECTS(format.has_value(), error_kind::usage,
           "--input-format: '" + in.input_format + "' is not auto, las, text, raster or vector");
   input_options reader = in.reader;
   reader.format = *format;
@@ -93,10 +93,10 @@ std::unique_ptr<part_source> sequential_parts(std::function<std::unique_ptr<poin
 std::vector<std::string> input_paths(input_selection const& in)
 {
   if (!in.synth.empty()) {
-    expects(in.inputs.empty(), error_kind::usage, "give either input files or --synth, not both");
+    HG_EXPECTS(in.inputs.empty(), error_kind::usage, "give either input files or --synth, not both");
     return {};
   }
-  expects(!in.inputs.empty(), error_kind::usage, "no input given (name files, a directory or a glob, or use --synth)");
+  HG_EXPECTS(!in.inputs.empty(), error_kind::usage, "no input given (name files, a directory or a glob, or use --synth)");
   return expand_inputs(in.inputs);
 }
 
@@ -122,7 +122,7 @@ opened_sources open_sources(input_selection const& in, std::vector<std::string> 
   opened_sources out;
   // A negative value wraps to a huge size_t; past 2^28 points (6 GiB of x, y, z) a part is no
   // longer a unit of parallel work but an allocation failure.
-  expects(in.reader.chunk_points > 0 && in.reader.chunk_points <= max_chunk_points, error_kind::usage,
+  HG_EXPECTS(in.reader.chunk_points > 0 && in.reader.chunk_points <= max_chunk_points, error_kind::usage,
           "--chunk-points: " + std::to_string(static_cast<std::int64_t>(in.reader.chunk_points)) + " is not in 1.." +
             std::to_string(max_chunk_points));
   if (!in.synth.empty()) {

@@ -451,7 +451,7 @@ grid_spec plan_tiled_grid(std::vector<catalogue_entry> const& catalogue, tile_so
     auto const sources = open(grid_spec{}, 0, undeclared);
     all.extend(read_bounds(source_pointers(sources), o.job.filter, o.job.threads));
   }
-  expects(!all.empty(), error_kind::input,
+  HG_EXPECTS(!all.empty(), error_kind::input,
           (catalogue.empty() ? std::string("input") : catalogue.front().path) + ": no points to grid");
   return grid_from_bounds(all, o.job.xres, o.job.yres, true);
 }
@@ -470,9 +470,9 @@ void prepare_directory(tiled_job_options const& o, std::string const& manifest)
   }
   fs::path const manifest_path = dir / manifest_name;
   if (o.resume) {
-    expects(exists && fs::exists(manifest_path, ec), error_kind::output,
+    HG_EXPECTS(exists && fs::exists(manifest_path, ec), error_kind::output,
             o.out_dir + ": no earlier tiled run to resume here (no " + manifest_name + "); run without --resume");
-    expects(read_file_text(manifest_path) == manifest, error_kind::output,
+    HG_EXPECTS(read_file_text(manifest_path) == manifest, error_kind::output,
             o.out_dir + ": the tiles there were made by a different job (grid, tile size, bands, options or inputs "
                         "differ); use --overwrite to start over");
     return;
@@ -482,13 +482,13 @@ void prepare_directory(tiled_job_options const& o, std::string const& manifest)
                 o.out_dir + ": output directory exists; use --overwrite to replace its tiles or --resume to continue");
   }
   fs::create_directories(dir, ec);
-  expects(!ec, error_kind::output, o.out_dir + ": cannot create the output directory: " + ec.message());
+  HG_EXPECTS(!ec, error_kind::output, o.out_dir + ": cannot create the output directory: " + ec.message());
   // The log of an earlier job is void; its tiles are replaced (or left, if this job has none there).
   fs::remove(dir / log_name, ec);
   std::ofstream out(manifest_path, std::ios::trunc);
   out << manifest;
   out.close();
-  expects(out.good(), error_kind::output, (manifest_path).string() + ": cannot write");
+  HG_EXPECTS(out.good(), error_kind::output, (manifest_path).string() + ": cannot write");
 }
 
 /// The log of finished tiles: "INDEX written|empty|pending", the last line of a tile wins.
@@ -620,7 +620,7 @@ tiled_job_report run_tiled_job(std::vector<catalogue_entry> const& catalogue, ti
     if (auto const f = c.fatal()) { throw *f; }
     if (c.replan()) {
       // A point outside every header's grid: the grid grows to hold it, and the job starts over.
-      expects(report.replans < 8, error_kind::internal, "tiled job: the grid was planned 8 times and still misses points");
+      HG_EXPECTS(report.replans < 8, error_kind::internal, "tiled job: the grid was planned 8 times and still misses points");
       int const replans = report.replans + 1;
       learnt.extend(c.replan_bounds());
       o.resume = false;

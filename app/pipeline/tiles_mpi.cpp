@@ -82,19 +82,19 @@ class byte_reader {
   {
     auto const n = get<std::uint64_t>();
     need(0);
-    expects(n <= (bytes_.size() - at_) / std::max<std::size_t>(1, item_bytes), error_kind::internal,
+    HG_EXPECTS(n <= (bytes_.size() - at_) / std::max<std::size_t>(1, item_bytes), error_kind::internal,
             std::string("MPI message '") + what_ + "': a count past its end");
     return static_cast<std::size_t>(n);
   }
   void end() const
   {
-    expects(at_ == bytes_.size(), error_kind::internal, std::string("MPI message '") + what_ + "': bytes past its end");
+    HG_EXPECTS(at_ == bytes_.size(), error_kind::internal, std::string("MPI message '") + what_ + "': bytes past its end");
   }
 
  private:
   void need(std::size_t n) const
   {
-    expects(at_ <= bytes_.size() && n <= bytes_.size() - at_, error_kind::internal,
+    HG_EXPECTS(at_ <= bytes_.size() && n <= bytes_.size() - at_, error_kind::internal,
             std::string("MPI message '") + what_ + "' is cut short");
   }
   std::vector<char> const& bytes_;
@@ -235,7 +235,7 @@ tile_outcome decode_outcome(std::vector<char> const& bytes, std::string* worker_
   byte_reader r(bytes, "outcome");
   tile_outcome o;
   auto const status = r.get<std::uint8_t>();
-  expects(status <= static_cast<std::uint8_t>(tile_outcome::kind::failed), error_kind::internal,
+  HG_EXPECTS(status <= static_cast<std::uint8_t>(tile_outcome::kind::failed), error_kind::internal,
           "MPI message 'outcome': no such tile status " + std::to_string(status));
   o.status = static_cast<tile_outcome::kind>(status);
   o.records = r.get<std::uint64_t>();
@@ -252,7 +252,7 @@ tile_outcome decode_outcome(std::vector<char> const& bytes, std::string* worker_
   o.bad = static_cast<std::size_t>(r.get<std::uint64_t>());
   o.message = r.get_string();
   auto const kind = r.get<std::int32_t>();
-  expects(kind >= 0 && kind <= static_cast<std::int32_t>(error_kind::internal), error_kind::internal,
+  HG_EXPECTS(kind >= 0 && kind <= static_cast<std::int32_t>(error_kind::internal), error_kind::internal,
           "MPI message 'outcome': no such error kind " + std::to_string(kind));
   o.error = static_cast<error_kind>(kind);
   o.warnings.resize(r.count(sizeof(std::uint64_t)));
@@ -282,7 +282,7 @@ tiling decode_tiling(std::vector<char> const& bytes)
   t.tile_cols = r.get<std::uint32_t>();
   t.tile_rows = r.get<std::uint32_t>();
   r.end();
-  expects(t.tile_cols > 0 && t.tile_rows > 0, error_kind::internal, "MPI message 'round': a tile of no cells");
+  HG_EXPECTS(t.tile_cols > 0 && t.tile_rows > 0, error_kind::internal, "MPI message 'round': a tile of no cells");
   return t;
 }
 
@@ -348,7 +348,7 @@ void mpi_tile_ranks::read_hello(int r)
   auto& w = workers_.at(r);
   if (!w.hello_pending) { return; }
   auto const m = receive(r);
-  expects(m.tag == tag_hello, error_kind::internal, "MPI: rank " + std::to_string(r) + " did not begin with hello");
+  HG_EXPECTS(m.tag == tag_hello, error_kind::internal, "MPI: rank " + std::to_string(r) + " did not begin with hello");
   w.hello_pending = false;
   byte_reader in(m.bytes, "hello");
   w.host = in.get_string();
@@ -370,7 +370,7 @@ void mpi_tile_ranks::check_catalogue(std::vector<catalogue_entry> const& catalog
   for (auto& [r, w] : workers_) { read_hello(r); }
   for (auto const& [r, w] : workers_) {
     if (w.setup_error) { throw error(w.setup_error->kind(), rank_name(r, w.host) + ": " + w.setup_error->what()); }
-    expects(w.fingerprint == mine, error_kind::input,
+    HG_EXPECTS(w.fingerprint == mine, error_kind::input,
             rank_name(r, w.host) + " opened other inputs than rank 0 (" + std::to_string(w.inputs) + " there, " +
               std::to_string(catalogue.size()) + " here): every rank must see the same files under the same paths");
   }
@@ -401,7 +401,7 @@ void mpi_tile_ranks::run(tile_coordinator& c, tiling const& layout, tile_log con
     if (idle.size() == workers_.size()) { break; }
     auto const m = receive(MPI_ANY_SOURCE);
     auto& w = workers_.at(m.source);
-    expects(w.owes_message && (m.tag == tag_request || (m.tag == tag_outcome && w.task)), error_kind::internal,
+    HG_EXPECTS(w.owes_message && (m.tag == tag_request || (m.tag == tag_outcome && w.task)), error_kind::internal,
             "MPI: " + rank_name(m.source, w.host) + " sent an unexpected message (tag " + std::to_string(m.tag) + ")");
     w.owes_message = false;
     if (m.tag == tag_outcome) {
@@ -469,16 +469,16 @@ int serve_tile_rank(mpi_world const& world, std::vector<catalogue_entry> const& 
   for (;;) {
     auto const m = receive(0);
     if (m.tag == tag_done) { return exit_code_in(m); }
-    expects(m.tag == tag_round, error_kind::internal, "MPI: expected a round from rank 0, got tag " + std::to_string(m.tag));
+    HG_EXPECTS(m.tag == tag_round, error_kind::internal, "MPI: expected a round from rank 0, got tag " + std::to_string(m.tag));
     tiling const layout = decode_tiling(m.bytes);
     tile_worker w(o, layout, catalogue, open, device, threads);
     send(0, tag_request, {});
     for (;;) {
       auto const t = receive(0);
       if (t.tag == tag_end_round) { break; }
-      expects(t.tag == tag_task, error_kind::internal, "MPI: expected a tile from rank 0, got tag " + std::to_string(t.tag));
+      HG_EXPECTS(t.tag == tag_task, error_kind::internal, "MPI: expected a tile from rank 0, got tag " + std::to_string(t.tag));
       auto const task = decode_task(t.bytes);
-      expects(task.index < layout.count() &&
+      HG_EXPECTS(task.index < layout.count() &&
                 std::all_of(task.sources.begin(), task.sources.end(), [&](std::size_t s) { return s < catalogue.size(); }),
               error_kind::internal, "MPI: rank 0 sent a tile outside the grid or the catalogue");
       auto const outcome = w.run(task);
@@ -497,7 +497,7 @@ int fail_tile_rank(mpi_world const& world, error const& why)
   send(0, tag_hello, hello.take());
   // Rank 0 starts no round once a rank could not open the inputs: the next message is the end.
   auto const m = receive(0);
-  expects(m.tag == tag_done, error_kind::internal, "MPI: rank 0 sent a round to a rank that could not open the inputs");
+  HG_EXPECTS(m.tag == tag_done, error_kind::internal, "MPI: rank 0 sent a round to a rank that could not open the inputs");
   return exit_code_in(m);
 }
 

@@ -12,7 +12,7 @@ namespace heightgrid {
 void compute_cell_ids(grid_spec const& grid, std::vector<double> const& x, std::vector<double> const& y,
                       std::vector<cell_id>& cells)
 {
-  expects(x.size() == y.size(), error_kind::internal, "compute_cell_ids: x and y differ in length");
+  HG_EXPECTS(x.size() == y.size(), error_kind::internal, "compute_cell_ids: x and y differ in length");
   cells.resize(x.size());
   auto const n = static_cast<std::ptrdiff_t>(x.size());
 #pragma omp parallel for schedule(static)
@@ -31,7 +31,7 @@ csr_grid bin_points_cpu(grid_spec const& grid, point_chunk const& points, binnin
 csr_grid bin_cells_cpu(std::uint64_t num_cells, std::vector<cell_id> const& cells,
                        std::vector<double> const& z, binning_stats& stats)
 {
-  expects(cells.size() == z.size(), error_kind::internal, "bin_cells_cpu: cells and z differ in length");
+  HG_EXPECTS(cells.size() == z.size(), error_kind::internal, "bin_cells_cpu: cells and z differ in length");
   auto const n = cells.size();
   csr_grid csr;
   csr.offsets.assign(num_cells + 1, 0);

@@ -1,5 +1,8 @@
 #include "heightgrid/core/error.hpp"
 
+#include <algorithm>
+#include <string_view>
+
 namespace heightgrid {
 
 int exit_code(error_kind kind) noexcept
@@ -14,5 +17,22 @@ int exit_code(error_kind kind) noexcept
   }
   return 1;
 }
+
+namespace detail {
+
+std::string source_location(char const* file, int line)
+{
+  std::string_view f(file);
+  auto first = std::string_view::npos;  // the leftmost of the project's top folders in the path
+  for (std::string_view top : {"/kernels/", "/core/", "/io/", "/app/", "/bench/", "/tests/"}) {
+    first = std::min(first, f.find(top));
+  }
+  if (first != std::string_view::npos) { f.remove_prefix(first + 1); }
+  return std::string(f) + ":" + std::to_string(line);
+}
+
+void throw_expects(error_kind kind, std::string const& message) { throw error(kind, message); }
+
+}  // namespace detail
 
 }  // namespace heightgrid

@@ -13,7 +13,7 @@ void check_resolution(double xres, double yres)
 {
   std::ostringstream msg;
   msg << "invalid resolution " << xres << " x " << yres << ": it must be finite and > 0";
-  expects(std::isfinite(xres) && std::isfinite(yres) && xres > 0.0 && yres > 0.0, error_kind::usage,
+  HG_EXPECTS(std::isfinite(xres) && std::isfinite(yres) && xres > 0.0 && yres > 0.0, error_kind::usage,
           msg.str());
 }
 
@@ -57,8 +57,8 @@ void check_cells(grid_spec const& g)
 grid_spec grid_from_bounds(bounds const& b, double xres, double yres, bool tiled)
 {
   check_resolution(xres, yres);
-  expects(!b.empty(), error_kind::input, "no points to grid: the input is empty after filtering");
-  expects(std::isfinite(b.xmin) && std::isfinite(b.xmax) && std::isfinite(b.ymin) &&
+  HG_EXPECTS(!b.empty(), error_kind::input, "no points to grid: the input is empty after filtering");
+  HG_EXPECTS(std::isfinite(b.xmin) && std::isfinite(b.xmax) && std::isfinite(b.ymin) &&
             std::isfinite(b.ymax),
           error_kind::internal, "grid_from_bounds: non-finite bounds");
 
@@ -92,7 +92,7 @@ grid_spec grid_from_extent(double xmin, double ymin, double xmax, double ymax, d
   std::ostringstream msg;
   msg << "invalid extent " << xmin << " " << ymin << " " << xmax << " " << ymax
       << ": it must be finite with xmin < xmax and ymin < ymax";
-  expects(std::isfinite(xmin) && std::isfinite(ymin) && std::isfinite(xmax) && std::isfinite(ymax) &&
+  HG_EXPECTS(std::isfinite(xmin) && std::isfinite(ymin) && std::isfinite(xmax) && std::isfinite(ymax) &&
             xmin < xmax && ymin < ymax,
           error_kind::usage, msg.str());
   grid_spec g;
@@ -139,12 +139,12 @@ bool tiling::tiles_meeting(bounds const& b, std::uint32_t margin, std::uint32_t&
 
 tiling make_tiling(grid_spec const& grid, std::uint32_t tile_cols, std::uint32_t tile_rows)
 {
-  expects(tile_cols > 0 && tile_rows > 0, error_kind::usage, "--tile-size: a tile must be at least one cell");
+  HG_EXPECTS(tile_cols > 0 && tile_rows > 0, error_kind::usage, "--tile-size: a tile must be at least one cell");
   tiling t{grid, std::min(tile_cols, std::max(grid.cols, 1u)), std::min(tile_rows, std::max(grid.rows, 1u))};
   std::ostringstream msg;
   msg << "a tile of " << t.tile_cols << " x " << t.tile_rows << " cells is more than the " << max_cells
       << " cells heightgrid bins at once; choose a smaller --tile-size";
-  expects(std::uint64_t{t.tile_cols} * t.tile_rows <= max_cells, error_kind::resource, msg.str());
+  HG_EXPECTS(std::uint64_t{t.tile_cols} * t.tile_rows <= max_cells, error_kind::resource, msg.str());
   return t;
 }
 

@@ -254,7 +254,7 @@ host_grid::host_grid(grid_band const& band, metric_request const& request, std::
   bytes_ = static_cast<std::size_t>(cells) * (words * 8 + 4);
   if (bytes_ > 0) {
     void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    expects(p != MAP_FAILED, error_kind::resource,
+    HG_EXPECTS(p != MAP_FAILED, error_kind::resource,
             "cannot map " + std::to_string(bytes_ >> 20) + " MiB for the accumulators of " + std::to_string(cells) +
               " cells; choose a coarser resolution (--res) or a smaller --memory share");
     memory_ = p;
@@ -282,7 +282,7 @@ host_grid::~host_grid()
 
 batch_binning host_grid::add_batch(point_batch const& batch)
 {
-  expects(!keeps_sums(), error_kind::internal, "host_grid::add_batch on a grid that keeps sums");
+  HG_EXPECTS(!keeps_sums(), error_kind::internal, "host_grid::add_batch on a grid that keeps sums");
   keep_batch(band_, batch, order_.get());
   return batch.encoding == coord_encoding::float64 ? add_points<coord_encoding::float64>(band_, acc_, batch)
                                                    : add_points<coord_encoding::scaled_int32>(band_, acc_, batch);
@@ -320,7 +320,7 @@ void host_grid::merge(batch_partials const& p)
 
 void host_grid::merge_into(accumulator_view const& window, std::uint64_t first) const
 {
-  expects(first + window.cells <= acc_.cells, error_kind::internal, "host_grid::merge_into: window outside the grid");
+  HG_EXPECTS(first + window.cells <= acc_.cells, error_kind::internal, "host_grid::merge_into: window outside the grid");
   auto const n = static_cast<std::int64_t>(window.cells);
 #pragma omp parallel for schedule(static)
   for (std::int64_t i = 0; i < n; ++i) {
@@ -336,11 +336,11 @@ void host_grid::merge_into(accumulator_view const& window, std::uint64_t first) 
 cell_results host_grid::finalize_rows(std::uint32_t row0, std::uint32_t rows, std::uint32_t cols,
                                       metric_request const& request, float nodata) const
 {
-  expects(row0 + std::uint64_t{rows} <= band_.rows && cols <= band_.grid.cols, error_kind::internal,
+  HG_EXPECTS(row0 + std::uint64_t{rows} <= band_.rows && cols <= band_.grid.cols, error_kind::internal,
           "host_grid::finalize_rows: window outside the band");
   auto r = finalize_window(acc_, std::uint64_t{row0} * band_.grid.cols, band_.grid.cols, rows, cols, request, nodata);
   if (request.needs_order()) {
-    expects(order_ != nullptr, error_kind::internal, "host_grid::finalize_rows: order statistics of a grid that kept no points");
+    HG_EXPECTS(order_ != nullptr, error_kind::internal, "host_grid::finalize_rows: order statistics of a grid that kept no points");
     if (!order_->finalized()) { order_->finalize(acc_.count, acc_.cells, request, nodata); }
     order_->copy_window(std::uint64_t{row0} * band_.grid.cols, band_.grid.cols, rows, cols, request, r);
   }

@@ -1,9 +1,11 @@
 #include "heightgrid/core/metrics.hpp"
 
 #include "heightgrid/core/error.hpp"
+#include "heightgrid/core/name_table.hpp"
 #include "heightgrid/core/order_store.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
@@ -14,9 +16,22 @@ namespace heightgrid {
 
 namespace {
 
-/// The fixed-name kinds, in the order of the usage message.
-constexpr metric named_metrics[] = {metric::range, metric::min,    metric::max,    metric::count,
-                                    metric::mean,  metric::stddev, metric::median, metric::prange};
+struct metric_row {
+  metric value;
+  std::string_view name;
+  std::string_view description;  ///< written into the band metadata (pNN and prange build theirs)
+};
+/// The metrics with fixed names, in the order of the usage message (pNN has no row: it is parsed).
+constexpr std::array<metric_row, 8> metrics{{
+  {metric::range, "range", "height range (max z - min z)"},
+  {metric::min, "min", "minimum z"},
+  {metric::max, "max", "maximum z"},
+  {metric::count, "count", "number of points"},
+  {metric::mean, "mean", "mean z"},
+  {metric::stddev, "stddev", "population standard deviation of z"},
+  {metric::median, "median", "median of z (the 50th percentile, as numpy.percentile(z, 50))"},
+  {metric::prange, "prange", ""},
+}};
 
 /// The shortest plain decimal (no exponent) that reads back as `p` ("95", "2.5", "99.95"), for
 /// 0 <= p <= 100.
@@ -53,44 +68,26 @@ std::optional<double> plain_decimal(std::string_view text) noexcept
 
 std::string metric_name(metric m)
 {
-  switch (m.kind) {
-    case metric_kind::range: return "range";
-    case metric_kind::min: return "min";
-    case metric_kind::max: return "max";
-    case metric_kind::count: return "count";
-    case metric_kind::mean: return "mean";
-    case metric_kind::stddev: return "stddev";
-    case metric_kind::percentile: return "p" + shortest_decimal(m.p);
-    case metric_kind::median: return "median";
-    case metric_kind::prange: return "prange";
-  }
-  return "?";
+  if (m.kind == metric_kind::percentile) { return "p" + shortest_decimal(m.p); }
+  return std::string(name_in(metrics, m));
 }
 
 std::string metric_description(metric m, double prange_lo, double prange_hi)
 {
-  switch (m.kind) {
-    case metric_kind::range: return "height range (max z - min z)";
-    case metric_kind::min: return "minimum z";
-    case metric_kind::max: return "maximum z";
-    case metric_kind::count: return "number of points";
-    case metric_kind::mean: return "mean z";
-    case metric_kind::stddev: return "population standard deviation of z";
-    case metric_kind::percentile:
-      return shortest_decimal(m.p) + "th percentile of z (linear interpolation, as numpy.percentile)";
-    case metric_kind::median: return "median of z (the 50th percentile, as numpy.percentile(z, 50))";
-    case metric_kind::prange:
-      return "robust height range: " + shortest_decimal(prange_hi) + "th - " + shortest_decimal(prange_lo) +
-             "th percentile of z";
+  if (m.kind == metric_kind::percentile) {
+    return shortest_decimal(m.p) + "th percentile of z (linear interpolation, as numpy.percentile)";
   }
-  return "?";
+  if (m.kind == metric_kind::prange) {
+    return "robust height range: " + shortest_decimal(prange_hi) + "th - " + shortest_decimal(prange_lo) +
+           "th percentile of z";
+  }
+  auto const* row = row_in(metrics, m);
+  return row == nullptr ? std::string("?") : std::string(row->description);
 }
 
 std::optional<metric> parse_metric(std::string_view name) noexcept
 {
-  for (auto m : named_metrics) {
-    if (name == metric_name(m)) { return m; }
-  }
+  if (auto const m = parse_in(metrics, name)) { return m; }
   if (name.size() >= 2 && name.front() == 'p') {
     auto const p = plain_decimal(name.substr(1));
     if (p && *p >= 0.0 && *p <= 100.0) { return metric::percentile(*p); }
@@ -107,13 +104,13 @@ std::vector<metric> parse_metric_list(std::string_view list)
     auto const name = list.substr(pos, comma - pos);
     auto const m = parse_metric(name);
     bool const percentile_like = !name.empty() && name.front() == 'p' && name != "prange";
-    expects(m.has_value(), error_kind::usage,
+    HG_EXPECTS(m.has_value(), error_kind::usage,
             percentile_like
               ? "--metrics: '" + std::string(name) +
                   "' is not a percentile: pNN takes a number from 0 to 100 (decimals allowed, e.g. p95, p2.5)"
               : "--metrics: unknown metric '" + std::string(name) +
-                  "' (expected a comma-separated list of range, min, max, count, mean, stddev, pNN, median, prange)");
-    expects(std::find(out.begin(), out.end(), *m) == out.end(), error_kind::usage,
+                  "' (expected a comma-separated list of " + names_in(metrics, ", ") + ", pNN)");
+    HG_EXPECTS(std::find(out.begin(), out.end(), *m) == out.end(), error_kind::usage,
             "--metrics: metric '" + std::string(name) + "' is listed twice");
     out.push_back(*m);
     pos = comma + 1;
@@ -129,9 +126,9 @@ std::pair<double, double> parse_prange(std::string_view text)
     lo = plain_decimal(text.substr(0, comma));
     hi = plain_decimal(text.substr(comma + 1));
   }
-  expects(lo && hi && *hi <= 100.0, error_kind::usage,
+  HG_EXPECTS(lo && hi && *hi <= 100.0, error_kind::usage,
           "--prange: '" + std::string(text) + "' is not LO,HI with two percentiles from 0 to 100 (e.g. 5,95)");
-  expects(*lo < *hi, error_kind::usage,
+  HG_EXPECTS(*lo < *hi, error_kind::usage,
           "--prange: '" + std::string(text) + "': the low percentile must be below the high one");
   return {*lo, *hi};
 }

@@ -47,7 +47,7 @@ void order_store::finalize(std::uint32_t const* count, std::uint64_t cells, metr
   auto const n_cells = static_cast<std::int64_t>(cells);
   std::vector<std::uint64_t> offsets(cells + 1, 0);
   for (std::uint64_t c = 0; c < cells; ++c) { offsets[c + 1] = offsets[c] + count[c]; }
-  expects(offsets[cells] == size(), error_kind::internal,
+  HG_EXPECTS(offsets[cells] == size(), error_kind::internal,
           "order_store::finalize: the counts (" + std::to_string(offsets[cells]) + ") and the kept points (" +
             std::to_string(size()) + ") disagree");
   std::vector<double> z(offsets[cells]);

@@ -36,10 +36,10 @@ void check_output_target(std::string const& path, bool overwrite)
                                       (ec ? std::string() : " to '" + to.string() + "'") +
                                       "; refusing to write through it (remove it or name another output)");
   }
-  expects(S_ISREG(target.st_mode), error_kind::output,
+  HG_EXPECTS(S_ISREG(target.st_mode), error_kind::output,
           path + ": output is " + kind_of(target.st_mode) +
             "; only a regular file or a new path can be written, even with --overwrite");
-  expects(overwrite, error_kind::output, path + ": output exists; use --overwrite to replace it");
+  HG_EXPECTS(overwrite, error_kind::output, path + ": output exists; use --overwrite to replace it");
 }
 
 void check_directory_writable(std::string const& path, fs::path const& dir)

@@ -8,7 +8,7 @@ namespace heightgrid {
 
 void copy_to_batch(point_chunk const& chunk, point_batch& out, part_result& r)
 {
-  expects(out.capacity >= chunk.size(), error_kind::internal, "copy_to_batch: the batch is smaller than the chunk");
+  HG_EXPECTS(out.capacity >= chunk.size(), error_kind::internal, "copy_to_batch: the batch is smaller than the chunk");
   out.encoding = coord_encoding::float64;
   out.size = chunk.size();
   double* x = out.x();

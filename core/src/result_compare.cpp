@@ -143,7 +143,7 @@ std::string mode_mismatch(std::string const& first_mode, cell_results const& fir
 
 void require_modes_agree(std::string const& mismatch)
 {
-  expects(mismatch.empty(), error_kind::internal, "compare: " + mismatch);
+  HG_EXPECTS(mismatch.empty(), error_kind::internal, "compare: " + mismatch);
 }
 
 }  // namespace heightgrid

@@ -1,6 +1,7 @@
 #include "heightgrid/core/synthetic.hpp"
 
 #include "heightgrid/core/error.hpp"
+#include "heightgrid/core/name_table.hpp"
 
 #include <algorithm>
 #include <array>
@@ -163,45 +164,33 @@ struct lidar_geometry {
 
 }  // namespace
 
-std::string_view synth_kind_name(synth_kind k) noexcept
-{
-  switch (k) {
-    case synth_kind::uniform: return "uniform";
-    case synth_kind::lidar: return "lidar";
-    case synth_kind::skewed: return "skewed";
-    case synth_kind::clustered: return "clustered";
-  }
-  return "?";
-}
+namespace {
 
-std::optional<synth_kind> parse_synth_kind(std::string_view name) noexcept
-{
-  for (auto k : all_synth_kinds()) {
-    if (name == synth_kind_name(k)) { return k; }
-  }
-  return std::nullopt;
-}
+constexpr std::array<name_row<synth_kind>, 4> synth_kinds{{
+  {synth_kind::uniform, "uniform"},
+  {synth_kind::lidar, "lidar"},
+  {synth_kind::skewed, "skewed"},
+  {synth_kind::clustered, "clustered"},
+}};
 
-std::vector<synth_kind> all_synth_kinds()
-{
-  return {synth_kind::uniform, synth_kind::lidar, synth_kind::skewed, synth_kind::clustered};
-}
+}  // namespace
 
-std::string synth_kind_list()
-{
-  std::string s;
-  for (auto k : all_synth_kinds()) { s += (s.empty() ? "" : ", ") + std::string(synth_kind_name(k)); }
-  return s;
-}
+std::string_view synth_kind_name(synth_kind k) noexcept { return name_in(synth_kinds, k); }
+
+std::optional<synth_kind> parse_synth_kind(std::string_view name) noexcept { return parse_in(synth_kinds, name); }
+
+std::vector<synth_kind> all_synth_kinds() { return values_in(synth_kinds); }
+
+std::string synth_kind_list() { return names_in(synth_kinds, ", "); }
 
 double default_points_per_cell(synth_kind k) noexcept { return k == synth_kind::skewed ? 2.0 : 10.0; }
 
 void set_extent_from_density(synth_options& options, double density)
 {
-  expects(std::isfinite(density) && density > 0.0, error_kind::usage,
+  HG_EXPECTS(std::isfinite(density) && density > 0.0, error_kind::usage,
           "--density: " + std::to_string(density) + " is not a positive number of points per square unit");
   double const cell = options.cell_size;
-  expects(std::isfinite(cell) && cell > 0.0, error_kind::usage,
+  HG_EXPECTS(std::isfinite(cell) && cell > 0.0, error_kind::usage,
           "--cell-size: " + std::to_string(cell) + " is not a positive cell size");
   double const side = std::sqrt(static_cast<double>(options.points) / density);
   double const cells = std::max(1.0, std::ceil(side / cell - 1e-9));
@@ -214,21 +203,21 @@ void set_extent_from_density(synth_options& options, double density)
 synthetic_source::synthetic_source(synth_options const& options) : options_(options)
 {
   auto const& o = options;
-  expects(std::isfinite(o.xmin) && std::isfinite(o.ymin) && std::isfinite(o.xmax) && std::isfinite(o.ymax) &&
+  HG_EXPECTS(std::isfinite(o.xmin) && std::isfinite(o.ymin) && std::isfinite(o.xmax) && std::isfinite(o.ymax) &&
             o.xmin < o.xmax && o.ymin < o.ymax,
           error_kind::usage, "synthetic extent must be finite with xmin < xmax and ymin < ymax");
   std::ostringstream what;
   what << "synthetic " << synth_kind_name(o.kind) << " (seed " << o.seed;
   if (o.kind == synth_kind::skewed) {
-    expects(std::isfinite(o.cell_size) && o.cell_size > 0.0, error_kind::usage,
+    HG_EXPECTS(std::isfinite(o.cell_size) && o.cell_size > 0.0, error_kind::usage,
             "--cell-size: " + std::to_string(o.cell_size) + " is not a positive cell size");
-    expects(std::isfinite(o.zipf_s) && o.zipf_s >= 0.0 && o.zipf_s <= 10.0, error_kind::usage,
+    HG_EXPECTS(std::isfinite(o.zipf_s) && o.zipf_s >= 0.0 && o.zipf_s <= 10.0, error_kind::usage,
             "--zipf-s: " + std::to_string(o.zipf_s) + " is not in [0, 10]");
     cols_ = whole_cells(o.xmax - o.xmin, o.cell_size);
     rows_ = whole_cells(o.ymax - o.ymin, o.cell_size);
-    expects(cols_ >= 1 && rows_ >= 1, error_kind::usage,
+    HG_EXPECTS(cols_ >= 1 && rows_ >= 1, error_kind::usage,
             "synthetic skewed: the extent is smaller than one cell of --cell-size " + std::to_string(o.cell_size));
-    expects(static_cast<double>(cols_) * static_cast<double>(rows_) < 0x1.0p62, error_kind::usage,
+    HG_EXPECTS(static_cast<double>(cols_) * static_cast<double>(rows_) < 0x1.0p62, error_kind::usage,
             "synthetic skewed: too many cells of --cell-size " + std::to_string(o.cell_size));
     double const cells = static_cast<double>(cols_ * rows_);
     zipf_base_ = o.zipf_s == 1.0 ? std::log(cells + 1.0) : std::pow(cells + 1.0, 1.0 - o.zipf_s) - 1.0;
@@ -236,7 +225,7 @@ synthetic_source::synthetic_source(synth_options const& options) : options_(opti
     what << ", Zipf s " << o.zipf_s << " over " << cols_ << " x " << rows_ << " cells of " << o.cell_size;
   }
   if (o.kind == synth_kind::clustered) {
-    expects(o.hotspots >= 1 && o.hotspots <= 10000, error_kind::usage,
+    HG_EXPECTS(o.hotspots >= 1 && o.hotspots <= 10000, error_kind::usage,
             "--hotspots: " + std::to_string(o.hotspots) + " is not in 1..10000");
     std::uint64_t const stream = stream_of(o.kind, o.seed);
     double const w = o.xmax - o.xmin;
@@ -288,7 +277,7 @@ class synthetic_part_source final : public part_source {
   synthetic_part_source(synth_options const& options, std::size_t part_points)
     : source_(options), points_(options.points), part_(part_points)
   {
-    expects(part_points > 0, error_kind::usage, "synthetic parts: the part size must be > 0");
+    HG_EXPECTS(part_points > 0, error_kind::usage, "synthetic parts: the part size must be > 0");
     declared_.extend(options.xmin, options.ymin);
     declared_.extend(options.xmax, options.ymax);
   }
@@ -301,7 +290,7 @@ class synthetic_part_source final : public part_source {
 
   part_result read_part(std::uint64_t k, filter_rules const& rules, point_batch& out) override
   {
-    expects(out.capacity >= part_ && k < (points_ + part_ - 1) / part_, error_kind::internal,
+    HG_EXPECTS(out.capacity >= part_ && k < (points_ + part_ - 1) / part_, error_kind::internal,
             "synthetic parts: part " + std::to_string(k) + " or its batch is out of range");
     thread_local point_chunk chunk;
     std::uint64_t const first = k * part_;

@@ -26,7 +26,7 @@ std::mutex writers;  // serialises registration; the signal handler only reads `
 
 std::size_t register_temporary(std::string const& path)
 {
-  expects(!path.empty() && path.size() < PATH_MAX, error_kind::internal,
+  HG_EXPECTS(!path.empty() && path.size() < PATH_MAX, error_kind::internal,
           "register_temporary: path of " + std::to_string(path.size()) + " bytes");
   std::lock_guard<std::mutex> const lock(writers);
   for (std::size_t i = 0; i < table.size(); ++i) {

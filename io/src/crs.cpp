@@ -32,7 +32,7 @@ std::string crs_from_user_input(std::string const& text)
     throw error(error_kind::usage, "--a_srs: cannot interpret '" + text + "': " + errors.message());
   }
   auto wkt = detail::wkt_of(&srs);
-  expects(!wkt.empty(), error_kind::usage,
+  HG_EXPECTS(!wkt.empty(), error_kind::usage,
           "--a_srs: cannot interpret '" + text + "': " + errors.message());
   return wkt;
 }

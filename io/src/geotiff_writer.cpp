@@ -56,7 +56,7 @@ void check_creation_options(std::vector<std::string> const& options)
 {
   for (auto const& option : options) {
     auto const eq = option.find('=');
-    expects(eq != std::string::npos && eq > 0, error_kind::usage, "--co: expected KEY=VALUE, got '" + option + "'");
+    HG_EXPECTS(eq != std::string::npos && eq > 0, error_kind::usage, "--co: expected KEY=VALUE, got '" + option + "'");
   }
 }
 
@@ -159,17 +159,17 @@ void describe_dataset(GDALDataset& dataset, std::string const& path, grid_spec c
 {
   // North-up grid: x = x0 + col * xres, y = y0 - row * yres, from the outer corner of the
   // top-left cell (see grid_spec::geotransform); no rotation terms.
-  // Each GDAL call is made before its check: expects() evaluates its arguments in an unspecified
+  // Each GDAL call is made before its check: HG_EXPECTS() evaluates its arguments in an unspecified
   // order, so a call inside the condition may run after errors.message() was read.
   auto gt = grid.geotransform();
   bool const geotransform_set = dataset.SetGeoTransform(gt.data()) == CE_None;
-  expects(geotransform_set, error_kind::output, path + ": cannot set the geotransform: " + errors.message());
+  HG_EXPECTS(geotransform_set, error_kind::output, path + ": cannot set the geotransform: " + errors.message());
   if (!options.crs_wkt.empty()) {
     OGRSpatialReference srs;
     bool const crs_read = srs.importFromWkt(options.crs_wkt.c_str()) == OGRERR_NONE;
-    expects(crs_read, error_kind::output, path + ": cannot interpret the CRS to write: " + errors.message());
+    HG_EXPECTS(crs_read, error_kind::output, path + ": cannot interpret the CRS to write: " + errors.message());
     bool const crs_set = dataset.SetSpatialRef(&srs) == CE_None;
-    expects(crs_set, error_kind::output, path + ": cannot set the CRS: " + errors.message());
+    HG_EXPECTS(crs_set, error_kind::output, path + ": cannot set the CRS: " + errors.message());
   }
   // An empty cell has 0 points, so 0 is the natural nodata of an integer count band.
   double const nodata = type == raster_data_type::uint32 ? 0.0 : static_cast<double>(options.nodata);
@@ -178,9 +178,9 @@ void describe_dataset(GDALDataset& dataset, std::string const& path, grid_spec c
     band->SetDescription(std::string(metric_name(bands[i])).c_str());
     bool const described =
       band->SetMetadataItem("METRIC_DESCRIPTION", metric_description(bands[i], options.prange_lo, options.prange_hi).c_str()) == CE_None;
-    expects(described, error_kind::output, path + ": cannot set band metadata: " + errors.message());
+    HG_EXPECTS(described, error_kind::output, path + ": cannot set band metadata: " + errors.message());
     bool const nodata_set = band->SetNoDataValue(nodata) == CE_None;
-    expects(nodata_set, error_kind::output, path + ": cannot set the nodata value: " + errors.message());
+    HG_EXPECTS(nodata_set, error_kind::output, path + ": cannot set the nodata value: " + errors.message());
   }
 }
 
@@ -228,14 +228,14 @@ class temporary_output {
   {
     std::error_code ec;
     fs::rename(path_, target, ec);
-    expects(!ec, error_kind::output,
+    HG_EXPECTS(!ec, error_kind::output,
             target.string() + ": cannot move '" + path_.string() + "' into place: " + ec.message());
     committed_ = true;
     // GDAL keeps what a format cannot hold in a ".aux.xml" side-car. A new one belongs to the
     // new file; an old one described the replaced file and would be read as the new one's.
     if (fs::exists(aux_of(path_), ec)) {
       fs::rename(aux_of(path_), aux_of(target), ec);
-      expects(!ec, error_kind::output,
+      HG_EXPECTS(!ec, error_kind::output,
               target.string() + ": cannot move '" + aux_of(path_).string() + "' into place: " + ec.message());
     } else {
       fs::remove(aux_of(target), ec);
@@ -252,7 +252,7 @@ class temporary_output {
 GDALDriver& driver_named(char const* name, std::string const& path)
 {
   auto* driver = GetGDALDriverManager()->GetDriverByName(name);
-  expects(driver != nullptr, error_kind::output, path + ": this GDAL has no " + std::string(name) + " driver");
+  HG_EXPECTS(driver != nullptr, error_kind::output, path + ": this GDAL has no " + std::string(name) + " driver");
   return *driver;
 }
 
@@ -346,17 +346,17 @@ void check_output_path(std::string const& path, raster_write_options const& opti
   auto const format = parse_format(options.format);
   check_creation_options(options.creation_options);
   probe_creation_options(format, options.creation_options);
-  expects(!path.empty(), error_kind::usage, "the output path is empty");
+  HG_EXPECTS(!path.empty(), error_kind::usage, "the output path is empty");
   fs::path const target(path);
   // Before the existence test, so that an input is never offered to --overwrite.
   for (auto const& input : options.input_paths) {
-    expects(!same_file(target, input), error_kind::output,
+    HG_EXPECTS(!same_file(target, input), error_kind::output,
             path + ": output is the input '" + input + "'; refusing to replace it");
   }
   std::error_code ec;
   check_output_target(path, options.overwrite);
   fs::path const dir = target.parent_path().empty() ? fs::path(".") : target.parent_path();
-  expects(fs::is_directory(dir, ec), error_kind::output,
+  HG_EXPECTS(fs::is_directory(dir, ec), error_kind::output,
           path + ": directory '" + dir.string() + "' does not exist");
   check_directory_writable(path, dir);
 }
@@ -375,8 +375,8 @@ class raster_writer::impl {
   {
     check_output_path(path_, options_);
     format_ = parse_format(options_.format);
-    expects(!bands_.empty(), error_kind::usage, path_ + ": no metrics to write");
-    expects(grid_.cols > 0 && grid_.rows > 0 && grid_.cols <= INT_MAX && grid_.rows <= INT_MAX, error_kind::output,
+    HG_EXPECTS(!bands_.empty(), error_kind::usage, path_ + ": no metrics to write");
+    HG_EXPECTS(grid_.cols > 0 && grid_.rows > 0 && grid_.cols <= INT_MAX && grid_.rows <= INT_MAX, error_kind::output,
             path_ + ": a grid of " + std::to_string(grid_.cols) + " x " + std::to_string(grid_.rows) +
               " cells cannot be written as a raster");
     type_ = choose_data_type(bands_, max_count_);
@@ -395,7 +395,7 @@ class raster_writer::impl {
       gdal_error_scope errors;
       dataset_.reset(gtiff.Create(written_path.c_str(), static_cast<int>(grid_.cols), static_cast<int>(grid_.rows),
                                   static_cast<int>(bands_.size()), gdal_type(type_), co.List()));
-      expects(dataset_ != nullptr, error_kind::output, path_ + ": cannot create: " + errors.message());
+      HG_EXPECTS(dataset_ != nullptr, error_kind::output, path_ + ": cannot create: " + errors.message());
       describe_dataset(*dataset_, path_, grid_, bands_, type_, options_, errors);
       int block_cols = 0;
       int block_rows = 0;
@@ -436,22 +436,22 @@ class raster_writer::impl {
   {
     write_report report;
     guarded([&] {
-      expects(rows_written_ == grid_.rows, error_kind::internal,
+      HG_EXPECTS(rows_written_ == grid_.rows, error_kind::internal,
               path_ + ": commit with rows never written, from row " + std::to_string(first_unwritten_row()));
       gdal_error_scope errors;
       // Blocks still in GDAL's cache are compressed and written on close: its failures count too.
       dataset_.reset();
-      expects(!errors.failed(), error_kind::output, path_ + ": cannot write: " + errors.message());
+      HG_EXPECTS(!errors.failed(), error_kind::output, path_ + ": cannot write: " + errors.message());
       if (format_ == output_format::cog) {
         gdal_dataset_ptr source(GDALDataset::Open(source_->path().c_str(), GDAL_OF_RASTER | GDAL_OF_READONLY));
-        expects(source != nullptr, error_kind::output, path_ + ": cannot reopen the rows written: " + errors.message());
+        HG_EXPECTS(source != nullptr, error_kind::output, path_ + ": cannot reopen the rows written: " + errors.message());
         gdal_dataset_ptr cog(driver_named("COG", path_).CreateCopy(temp_->path().c_str(), source.get(), FALSE,
                                                                      co_.List(), nullptr, nullptr));
         // Named apart from the rows' failures: the rows are all written when CreateCopy starts.
-        expects(cog != nullptr, error_kind::output, path_ + ": cannot write the COG: " + errors.message());
+        HG_EXPECTS(cog != nullptr, error_kind::output, path_ + ": cannot write the COG: " + errors.message());
         cog.reset();
         source.reset();
-        expects(!errors.failed(), error_kind::output, path_ + ": cannot write the COG: " + errors.message());
+        HG_EXPECTS(!errors.failed(), error_kind::output, path_ + ": cannot write the COG: " + errors.message());
         source_->remove();
       }
       temp_->commit(target_);
@@ -468,7 +468,7 @@ class raster_writer::impl {
   template <typename F>
   void guarded(F&& f)
   {
-    expects(!failed_ && !committed_, error_kind::internal,
+    HG_EXPECTS(!failed_ && !committed_, error_kind::internal,
             path_ + ": raster_writer used after " + (committed_ ? "commit" : "a failure"));
     try {
       f();
@@ -509,19 +509,19 @@ class raster_writer::impl {
     std::size_t const cols = grid_.cols;
     std::size_t const cells = column_size(in, bands_.front());
     for (auto const m : bands_) {
-      expects(column_size(in, m) == cells, error_kind::internal,
+      HG_EXPECTS(column_size(in, m) == cells, error_kind::internal,
               path_ + ": write_rows: the " + std::string(metric_name(m)) + " column has " +
                 std::to_string(column_size(in, m)) + " cells, the " + std::string(metric_name(bands_.front())) +
                 " column " + std::to_string(cells));
     }
     std::size_t const rows = cells / cols;
-    expects(rows > 0 && rows * cols == cells && row0 <= grid_.rows && rows <= grid_.rows - row0,
+    HG_EXPECTS(rows > 0 && rows * cols == cells && row0 <= grid_.rows && rows <= grid_.rows - row0,
             error_kind::internal,
             path_ + ": write_rows: " + std::to_string(cells) + " cells at row " + std::to_string(row0) +
               " are not whole rows of a grid of " + std::to_string(grid_.cols) + " x " +
               std::to_string(grid_.rows));
     for (std::size_t r = row0; r < row0 + rows; ++r) {
-      expects(!written_[r], error_kind::internal, path_ + ": write_rows: row " + std::to_string(r) + " written twice");
+      HG_EXPECTS(!written_[r], error_kind::internal, path_ + ": write_rows: row " + std::to_string(r) + " written twice");
     }
 
     for (std::size_t k = row0 / block_rows_; k * block_rows_ < row0 + rows; ++k) {
@@ -576,7 +576,7 @@ class raster_writer::impl {
           largest = std::max(largest, count[i]);
         }
         // A wrong max_count only matters where it chose Float32 for a count it cannot hold.
-        expects(std::is_same_v<T, double> || largest <= max_exact_float32_count, error_kind::internal,
+        HG_EXPECTS((std::is_same_v<T, double> || largest <= max_exact_float32_count), error_kind::internal,
                 path_ + ": write_rows: a count of " + std::to_string(largest) +
                   ", which Float32 cannot hold, in a file created for max_count " + std::to_string(max_count_));
       }
@@ -601,7 +601,7 @@ class raster_writer::impl {
     CPLErr const err = dataset_->RasterIO(GF_Write, 0, static_cast<int>(row0), cols, static_cast<int>(rows),
                                           samples.data(), cols, static_cast<int>(rows), gdal_type(type_),
                                           static_cast<int>(bands_.size()), nullptr, 0, 0, band_space, nullptr);
-    expects(err == CE_None && !errors.failed(), error_kind::output,
+    HG_EXPECTS(err == CE_None && !errors.failed(), error_kind::output,
             path_ + ": cannot write cells at row " + std::to_string(row0) + ": " + errors.message());
     // The block row is complete: send its blocks to the compression threads now rather than when
     // GDAL's cache fills or the file closes. Compression then overlaps the caller's next window,
@@ -616,7 +616,7 @@ class raster_writer::impl {
       for (int b = 1; b <= static_cast<int>(bands_.size()); ++b) {
         // Flushed before the check (see describe_dataset): the message must see its failures.
         bool const flushed = dataset_->GetRasterBand(b)->FlushBlock(x_block, y_block) == CE_None;
-        expects(flushed && !errors.failed(), error_kind::output,
+        HG_EXPECTS(flushed && !errors.failed(), error_kind::output,
                 path_ + ": cannot write cells at row " + std::to_string(row0) + ": " + errors.message());
       }
     }
@@ -667,7 +667,7 @@ write_report write_grid(std::string const& path, grid_spec const& grid, cell_res
   check_output_path(path, options);
   for (auto const m : bands) {
     std::size_t const size = column_size(results, m);
-    expects(size == grid.num_cells(), error_kind::internal,
+    HG_EXPECTS(size == grid.num_cells(), error_kind::internal,
             "write_grid: the " + std::string(metric_name(m)) + " column has " + std::to_string(size) +
               " cells, the grid " + std::to_string(grid.num_cells()));
   }

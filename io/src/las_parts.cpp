@@ -184,7 +184,7 @@ class las_parts_base : public part_source {
   /// Starts filling `out` for a part of `points` records.
   void begin_part(std::uint64_t k, std::size_t points, point_batch& out) const
   {
-    expects(out.capacity >= points && out.data != nullptr, error_kind::usage,
+    HG_EXPECTS(out.capacity >= points && out.data != nullptr, error_kind::usage,
             info_.path + ": part " + std::to_string(k) + " needs a batch of " + std::to_string(points) +
               " points, the batch holds " + std::to_string(out.capacity));
     out.size = 0;
@@ -239,7 +239,7 @@ class las_record_parts final : public las_parts_base {
 
   part_result read_part(std::uint64_t k, filter_rules const& filter, point_batch& out) override
   {
-    expects(k < count(), error_kind::usage,
+    HG_EXPECTS(k < count(), error_kind::usage,
             info_.path + ": part " + std::to_string(k) + " asked for, the file has " + std::to_string(count()));
     std::uint64_t const first = k * part_points_;
     auto const n = static_cast<std::size_t>(std::min<std::uint64_t>(part_points_, header_.point_count - first));
@@ -312,7 +312,7 @@ class laz_chunk_parts final : public las_parts_base {
 
   part_result read_part(std::uint64_t k, filter_rules const& filter, point_batch& out) override
   {
-    expects(k < runs_.size(), error_kind::usage,
+    HG_EXPECTS(k < runs_.size(), error_kind::usage,
             info_.path + ": part " + std::to_string(k) + " asked for, the file has " + std::to_string(runs_.size()));
     chunk_run const& run = runs_[static_cast<std::size_t>(k)];
     begin_part(k, run.points, out);
@@ -364,12 +364,12 @@ class laz_sequential_parts final : public las_parts_base {
 
   part_result read_part(std::uint64_t k, filter_rules const& filter, point_batch& out) override
   {
-    expects(k < count(), error_kind::usage,
+    HG_EXPECTS(k < count(), error_kind::usage,
             info_.path + ": part " + std::to_string(k) + " asked for, the file has " + std::to_string(count()));
     if (k == 0) {
       restart();
     } else {
-      expects(stream_ != nullptr && k == next_part_, error_kind::usage,
+      HG_EXPECTS(stream_ != nullptr && k == next_part_, error_kind::usage,
               info_.path + ": parts of a LAZ file without a chunk table are read in order; part " +
                 std::to_string(k) + " asked for, the next one is " + std::to_string(stream_ ? next_part_ : 0));
     }
@@ -429,7 +429,7 @@ class laz_sequential_parts final : public las_parts_base {
 
 std::unique_ptr<part_source> open_las_parts(std::string const& path, std::size_t part_points)
 {
-  expects(part_points > 0, error_kind::usage, path + ": part_points must be > 0");
+  HG_EXPECTS(part_points > 0, error_kind::usage, path + ": part_points must be > 0");
   detail::opened_las opened = detail::open_las_file(path);
   if (!opened.laz_vlr) { return std::make_unique<las_record_parts>(std::move(opened), part_points); }
   laz::laz_vlr_info vlr = std::move(*opened.laz_vlr);

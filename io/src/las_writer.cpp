@@ -389,13 +389,13 @@ void las_writer::finish_quietly() noexcept
 
 void las_writer::write(las_point const* points, std::size_t count)
 {
-  expects(impl_ && !impl_->closed, error_kind::internal, "las_writer::write after close");
+  HG_EXPECTS(impl_ && !impl_->closed, error_kind::internal, "las_writer::write after close");
   for (std::size_t i = 0; i < count; ++i) { impl_->encode(points[i]); }
 }
 
 void las_writer::write(point_chunk const& chunk)
 {
-  expects(impl_ && !impl_->closed, error_kind::internal, "las_writer::write after close");
+  HG_EXPECTS(impl_ && !impl_->closed, error_kind::internal, "las_writer::write after close");
   std::size_t const n = chunk.size();
   bool const has_class = chunk.classification.size() == n;
   bool const has_return = chunk.return_number.size() == n;

@@ -24,12 +24,12 @@ class raster_source final : public point_source {
     detail::ensure_gdal_registered();
     gdal_error_scope errors;
     dataset_.reset(GDALDataset::Open(path.c_str(), GDAL_OF_RASTER | GDAL_OF_READONLY | GDAL_OF_VERBOSE_ERROR));
-    expects(dataset_ != nullptr, error_kind::input, path + ": cannot open as a raster: " + errors.message());
+    HG_EXPECTS(dataset_ != nullptr, error_kind::input, path + ": cannot open as a raster: " + errors.message());
     int const band_count = dataset_->GetRasterCount();
-    expects(band >= 1 && band <= band_count, error_kind::input,
+    HG_EXPECTS(band >= 1 && band <= band_count, error_kind::input,
             path + ": no band " + std::to_string(band) + " (the raster has " + std::to_string(band_count) +
               (band_count == 1 ? " band)" : " bands)"));
-    expects(dataset_->GetGeoTransform(gt_.data()) == CE_None, error_kind::input,
+    HG_EXPECTS(dataset_->GetGeoTransform(gt_.data()) == CE_None, error_kind::input,
             path + ": the raster has no geotransform, so its pixels have no coordinates");
 
     band_ = dataset_->GetRasterBand(band);
@@ -96,14 +96,14 @@ class raster_source final : public point_source {
     gdal_error_scope errors;
     CPLErr const err = band_->RasterIO(GF_Read, 0, window_row_, width_, window_rows_, values_.data(), width_,
                                        window_rows_, GDT_Float64, 0, 0, nullptr);
-    expects(err == CE_None, error_kind::input,
+    HG_EXPECTS(err == CE_None, error_kind::input,
             info_.path + ": cannot read rows " + std::to_string(window_row_) + " to " +
               std::to_string(window_row_ + window_rows_ - 1) + ": " + errors.message());
     if (mask_ == nullptr) { return; }
     mask_values_.resize(window_size());
     CPLErr const mask_err = mask_->RasterIO(GF_Read, 0, window_row_, width_, window_rows_, mask_values_.data(),
                                             width_, window_rows_, GDT_Byte, 0, 0, nullptr);
-    expects(mask_err == CE_None, error_kind::input,
+    HG_EXPECTS(mask_err == CE_None, error_kind::input,
             info_.path + ": cannot read the mask of rows " + std::to_string(window_row_) + " to " +
               std::to_string(window_row_ + window_rows_ - 1) + ": " + errors.message());
   }

@@ -74,14 +74,14 @@ class text_source final : public point_source {
  public:
   text_source(std::string const& path, text_options const& options) : options_(options)
   {
-    expects(options.block_bytes > 0, error_kind::usage, path + ": text block size must be positive");
+    HG_EXPECTS(options.block_bytes > 0, error_kind::usage, path + ": text block size must be positive");
     // Characters that end lines, start comments or belong to numbers cannot separate fields.
-    expects(std::string_view("\n\r#+-.0123456789eE").find(options.delimiter) == std::string_view::npos,
+    HG_EXPECTS(std::string_view("\n\r#+-.0123456789eE").find(options.delimiter) == std::string_view::npos,
             error_kind::usage, path + ": '" + std::string(1, options.delimiter) + "' cannot be a field delimiter");
     info_.path = path;
     info_.format = "XYZ text";
     file_.reset(std::fopen(path.c_str(), "rb"));
-    expects(file_ != nullptr, error_kind::input,
+    HG_EXPECTS(file_ != nullptr, error_kind::input,
             path + ": cannot open: " + std::generic_category().message(errno));
     // We do our own large reads; stdio buffering would only add a copy.
     std::setvbuf(file_.get(), nullptr, _IONBF, 0);
@@ -152,7 +152,7 @@ class text_source final : public point_source {
     std::size_t const wanted = std::min(options_.block_bytes, buffer_.size() - end_);
     std::size_t const got = std::fread(buffer_.data() + end_, 1, wanted, file_.get());
     if (got < wanted) {
-      expects(std::ferror(file_.get()) == 0, error_kind::input,
+      HG_EXPECTS(std::ferror(file_.get()) == 0, error_kind::input,
               info_.path + ": read error: " + std::generic_category().message(errno));
       eof_ = true;
     }

@@ -43,15 +43,15 @@ class vector_source final : public point_source {
     detail::ensure_gdal_registered();
     gdal_error_scope errors;
     dataset_.reset(GDALDataset::Open(path.c_str(), GDAL_OF_VECTOR | GDAL_OF_READONLY | GDAL_OF_VERBOSE_ERROR));
-    expects(dataset_ != nullptr, error_kind::input, path + ": cannot open as a vector source: " + errors.message());
-    expects(dataset_->GetLayerCount() > 0, error_kind::input, path + ": has no layers");
+    HG_EXPECTS(dataset_ != nullptr, error_kind::input, path + ": cannot open as a vector source: " + errors.message());
+    HG_EXPECTS(dataset_->GetLayerCount() > 0, error_kind::input, path + ": has no layers");
 
     if (layer.empty()) {
       layer_ = dataset_->GetLayer(0);
     } else {
       layer_ = dataset_->GetLayerByName(layer.c_str());
       if (layer_ == nullptr && is_all_digits(layer)) { layer_ = dataset_->GetLayer(std::stoi(layer)); }
-      expects(layer_ != nullptr, error_kind::input,
+      HG_EXPECTS(layer_ != nullptr, error_kind::input,
               path + ": no layer '" + layer + "' (layers: " + layer_names(*dataset_) + ")");
     }
     where_ = path + ": layer '" + layer_->GetName() + "'";
@@ -59,10 +59,10 @@ class vector_source final : public point_source {
     OGRFeatureDefn const& defn = *layer_->GetLayerDefn();
     if (!z_field.empty()) {
       z_field_ = defn.GetFieldIndex(z_field.c_str());
-      expects(z_field_ >= 0, error_kind::input,
+      HG_EXPECTS(z_field_ >= 0, error_kind::input,
               where_ + ": no field '" + z_field + "' (fields: " + field_names(defn) + ")");
       OGRFieldType const type = defn.GetFieldDefn(z_field_)->GetType();
-      expects(type == OFTInteger || type == OFTInteger64 || type == OFTReal, error_kind::input,
+      HG_EXPECTS(type == OFTInteger || type == OFTInteger64 || type == OFTReal, error_kind::input,
               where_ + ": field '" + z_field + "' is of type " + OGRFieldDefn::GetFieldTypeName(type) +
                 ", not numeric (fields: " + field_names(defn) + ")");
     }
@@ -71,10 +71,10 @@ class vector_source final : public point_source {
     // unknown type (GeoJSON, CSV) are checked again feature by feature.
     OGRwkbGeometryType const type = layer_->GetGeomType();
     OGRwkbGeometryType const flat = wkbFlatten(type);
-    expects(flat != wkbNone, error_kind::input, where_ + ": has no geometry");
-    expects(flat == wkbPoint || flat == wkbMultiPoint || flat == wkbUnknown, error_kind::input,
+    HG_EXPECTS(flat != wkbNone, error_kind::input, where_ + ": has no geometry");
+    HG_EXPECTS(flat == wkbPoint || flat == wkbMultiPoint || flat == wkbUnknown, error_kind::input,
             where_ + ": has " + OGRGeometryTypeToName(type) + " geometries; only points and multipoints can be gridded");
-    expects(flat == wkbUnknown || wkbHasZ(type) || z_field_ >= 0, error_kind::input,
+    HG_EXPECTS(flat == wkbUnknown || wkbHasZ(type) || z_field_ >= 0, error_kind::input,
             where_ + ": has 2D points (no Z); use --z-field to take z from an attribute (fields: " +
               field_names(defn) + ")");
 
@@ -96,7 +96,7 @@ class vector_source final : public point_source {
       if (!pending_) {
         pending_.reset(layer_->GetNextFeature());
         if (!pending_) {
-          expects(!errors.failed(), error_kind::input, where_ + ": cannot read features: " + errors.message());
+          HG_EXPECTS(!errors.failed(), error_kind::input, where_ + ": cannot read features: " + errors.message());
           break;
         }
         next_part_ = 0;

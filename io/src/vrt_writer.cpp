@@ -19,7 +19,7 @@ namespace heightgrid::io {
 void build_vrt(std::string const& path, std::vector<std::string> const& tiles)
 {
   namespace fs = std::filesystem;
-  expects(!tiles.empty(), error_kind::internal, "build_vrt: no tiles");
+  HG_EXPECTS(!tiles.empty(), error_kind::internal, "build_vrt: no tiles");
   detail::ensure_gdal_registered();
   fs::path const target(path);
   fs::path const temp = target.parent_path() / ("." + target.filename().string() + ".tmp-" + std::to_string(::getpid()));
@@ -33,7 +33,7 @@ void build_vrt(std::string const& path, std::vector<std::string> const& tiles)
   char const* argv[] = {"-strict", nullptr};
   std::unique_ptr<GDALBuildVRTOptions, decltype(&GDALBuildVRTOptionsFree)> options(
     GDALBuildVRTOptionsNew(const_cast<char**>(argv), nullptr), &GDALBuildVRTOptionsFree);
-  expects(options != nullptr, error_kind::internal, "GDALBuildVRTOptionsNew failed");
+  HG_EXPECTS(options != nullptr, error_kind::internal, "GDALBuildVRTOptionsNew failed");
   CPLErrorReset();
   int usage_error = 0;
   GDALDatasetH vrt = GDALBuildVRT(temp.string().c_str(), static_cast<int>(names.size()), nullptr, names.data(),

@@ -1,12 +1,12 @@
 // The device as a whole: availability (once per process), properties, the memory-pool setup, and
 // the streaming read kernel that measures bandwidth (and doubles as the CUDA smoke test).
 
-#include "detail/cuda_check.cuh"
-#include "detail/cuda_event.cuh"
-#include "detail/device_buffer.cuh"
-#include "detail/device_context.cuh"
-#include "detail/launch.cuh"
-#include "detail/pinned_staging.cuh"
+#include "detail/infra/cuda_check.cuh"
+#include "detail/infra/cuda_event.cuh"
+#include "detail/infra/device_buffer.cuh"
+#include "detail/infra/device_context.cuh"
+#include "detail/infra/launch.cuh"
+#include "detail/infra/pinned_staging.cuh"
 #include "heightgrid/kernels/gpu.hpp"
 
 #include <cuda_runtime_api.h>
@@ -150,13 +150,13 @@ void require_device()
   static std::mutex mutex;
   static std::set<int> configured;
   int device = 0;
-  CUDA_TRY(cudaGetDevice(&device));
+  HG_CUDA_TRY(cudaGetDevice(&device));
   std::lock_guard<std::mutex> const lock(mutex);
   if (configured.count(device) == 0) {
     cudaMemPool_t pool = nullptr;
-    CUDA_TRY(cudaDeviceGetDefaultMemPool(&pool, device));
+    HG_CUDA_TRY(cudaDeviceGetDefaultMemPool(&pool, device));
     std::uint64_t threshold = std::numeric_limits<std::uint64_t>::max();
-    CUDA_TRY(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+    HG_CUDA_TRY(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
     configured.insert(device);
   }
 }
@@ -190,11 +190,11 @@ gpu_device_info query_device()
 {
   detail::require_device();
   int device = 0;
-  CUDA_TRY(cudaGetDevice(&device));
+  HG_CUDA_TRY(cudaGetDevice(&device));
   cudaDeviceProp prop{};
-  CUDA_TRY(cudaGetDeviceProperties(&prop, device));
+  HG_CUDA_TRY(cudaGetDeviceProperties(&prop, device));
   gpu_device_info info;
-  CUDA_TRY(cudaMemGetInfo(&info.free_mem, &info.total_mem));
+  HG_CUDA_TRY(cudaMemGetInfo(&info.free_mem, &info.total_mem));
   info.name = prop.name;
   info.sm_count = prop.multiProcessorCount;
   info.cc_major = prop.major;
@@ -205,20 +205,20 @@ gpu_device_info query_device()
 
 stream_gate::stream_gate(cudaStream_t stream, double timeout_ms) : stream_(stream)
 {
-  EXPECTS(timeout_ms > 0.0 && timeout_ms <= 60000.0, error_kind::usage,
+  HG_EXPECTS(timeout_ms > 0.0 && timeout_ms <= 60000.0, error_kind::usage,
           "stream_gate: timeout " + std::to_string(timeout_ms) + " ms is not in (0, 60000]");
   detail::require_device();
   void* host = nullptr;
-  CUDA_TRY(cudaHostAlloc(&host, 2 * sizeof(unsigned int), cudaHostAllocMapped));
+  HG_CUDA_TRY(cudaHostAlloc(&host, 2 * sizeof(unsigned int), cudaHostAllocMapped));
   flags_ = static_cast<unsigned int volatile*>(host);
   flags_[0] = 0U;
   flags_[1] = 0U;
   try {
     void* device = nullptr;
-    CUDA_TRY(cudaHostGetDevicePointer(&device, host, 0));
+    HG_CUDA_TRY(cudaHostGetDevicePointer(&device, host, 0));
     auto const timeout_ns = static_cast<unsigned long long>(timeout_ms * 1e6);
     detail::stream_gate_kernel<<<1, 1, 0, stream>>>(static_cast<unsigned int volatile*>(device), timeout_ns);
-    CUDA_CHECK_LAUNCH();
+    HG_CUDA_CHECK_LAUNCH();
   } catch (...) {
     (void)cudaFreeHost(host);
     throw;
@@ -264,7 +264,7 @@ double gigabytes_per_second(double bytes, double ms) { return ms > 0.0 ? bytes /
 
 double measure_copy_gbps(std::size_t bytes, int repeats, bool pinned, bool to_device, cudaStream_t stream)
 {
-  EXPECTS(bytes >= 1 && repeats >= 1, error_kind::usage, "measure_copy_gbps: bytes and repeats must be at least 1");
+  HG_EXPECTS(bytes >= 1 && repeats >= 1, error_kind::usage, "measure_copy_gbps: bytes and repeats must be at least 1");
   detail::require_device();
   detail::device_buffer<std::byte> device(bytes, stream);
   detail::pinned_buffer locked(pinned ? bytes : 0);
@@ -273,9 +273,9 @@ double measure_copy_gbps(std::size_t bytes, int repeats, bool pinned, bool to_de
   if (pinned) { std::fill(host, host + bytes, std::byte{0x5a}); }  // touched: no first-touch faults in the timing
   auto const run = [&] {
     if (to_device) {
-      CUDA_TRY(cudaMemcpyAsync(device.data(), host, bytes, cudaMemcpyHostToDevice, stream));
+      HG_CUDA_TRY(cudaMemcpyAsync(device.data(), host, bytes, cudaMemcpyHostToDevice, stream));
     } else {
-      CUDA_TRY(cudaMemcpyAsync(host, device.data(), bytes, cudaMemcpyDeviceToHost, stream));
+      HG_CUDA_TRY(cudaMemcpyAsync(host, device.data(), bytes, cudaMemcpyDeviceToHost, stream));
     }
   };
   return gigabytes_per_second(static_cast<double>(bytes), median_ms(run, repeats, stream));
@@ -284,9 +284,9 @@ double measure_copy_gbps(std::size_t bytes, int repeats, bool pinned, bool to_de
 double measure_read_bandwidth_gbps(std::size_t bytes, int repeats, cudaStream_t stream)
 {
   using policy = detail::read_policy;
-  EXPECTS(bytes >= sizeof(uint4), error_kind::usage,
+  HG_EXPECTS(bytes >= sizeof(uint4), error_kind::usage,
           "measure_read_bandwidth_gbps: " + std::to_string(bytes) + " bytes is less than one 16-byte word");
-  EXPECTS(repeats >= 1, error_kind::usage,
+  HG_EXPECTS(repeats >= 1, error_kind::usage,
           "measure_read_bandwidth_gbps: repeats must be at least 1, not " + std::to_string(repeats));
   detail::require_device();
 
@@ -299,9 +299,9 @@ double measure_read_bandwidth_gbps(std::size_t bytes, int repeats, cudaStream_t 
   int device = 0;
   int sm_count = 0;
   int blocks_per_sm = 0;
-  CUDA_TRY(cudaGetDevice(&device));
-  CUDA_TRY(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
-  CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, detail::read_bandwidth_grid_stride_kernel,
+  HG_CUDA_TRY(cudaGetDevice(&device));
+  HG_CUDA_TRY(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, device));
+  HG_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks_per_sm, detail::read_bandwidth_grid_stride_kernel,
                                                          policy::block_threads, 0));
   auto const blocks =
     std::min(detail::grid_blocks(words, policy::block_threads),
@@ -310,7 +310,7 @@ double measure_read_bandwidth_gbps(std::size_t bytes, int repeats, cudaStream_t 
   auto const run = [&] {
     detail::read_bandwidth_grid_stride_kernel<<<blocks, policy::block_threads, 0, stream>>>(data.data(), words,
                                                                                            sink.data());
-    CUDA_CHECK_LAUNCH();
+    HG_CUDA_CHECK_LAUNCH();
   };
   return gigabytes_per_second(static_cast<double>(words * sizeof(uint4)), median_ms(run, repeats, stream));
 }

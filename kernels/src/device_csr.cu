@@ -1,16 +1,16 @@
 // device_csr: the CSR in device memory, built from points (cell ids + counting or radix sort) or
 // uploaded from the host.
 
-#include "detail/cell_ids.cuh"
-#include "detail/csr_counting.cuh"
-#include "detail/csr_radix_sort.cuh"
-#include "detail/csr_stats.cuh"
-#include "detail/cuda_check.cuh"
-#include "detail/cuda_event.cuh"
-#include "detail/device_buffer.cuh"
-#include "detail/device_context.cuh"
-#include "detail/impl.cuh"
-#include "detail/pinned_staging.cuh"
+#include "detail/csr/cell_ids.cuh"
+#include "detail/csr/csr_counting.cuh"
+#include "detail/csr/csr_radix_sort.cuh"
+#include "detail/csr/csr_stats.cuh"
+#include "detail/infra/cuda_check.cuh"
+#include "detail/infra/cuda_event.cuh"
+#include "detail/infra/device_buffer.cuh"
+#include "detail/infra/device_context.cuh"
+#include "detail/infra/impl.cuh"
+#include "detail/infra/pinned_staging.cuh"
 #include "heightgrid/kernels/device_csr.hpp"
 
 #include <algorithm>
@@ -35,12 +35,12 @@ std::uint64_t device_csr::num_points() const noexcept { return impl_ ? impl_->nu
 device_csr device_csr::from_points(grid_spec const& grid, point_chunk const& points, csr_method method,
                                    binning_stats& stats, gpu_phase_times& times, cudaStream_t stream)
 {
-  EXPECTS(points.x.size() == points.y.size() && points.x.size() == points.z.size(), error_kind::internal,
+  HG_EXPECTS(points.x.size() == points.y.size() && points.x.size() == points.z.size(), error_kind::internal,
           "device_csr::from_points: x, y and z differ in length");
   auto const cells = grid.num_cells();
-  EXPECTS(method == csr_method::counting || method == csr_method::radix_sort, error_kind::internal,
+  HG_EXPECTS(method == csr_method::counting || method == csr_method::radix_sort, error_kind::internal,
           "device_csr::from_points: unknown csr_method " + std::to_string(static_cast<int>(method)));
-  EXPECTS(cells <= max_cells, error_kind::resource,
+  HG_EXPECTS(cells <= max_cells, error_kind::resource,
           "device_csr::from_points: a grid of " + std::to_string(cells) + " cells exceeds the limit of " +
             std::to_string(max_cells));
   detail::require_device();
@@ -92,9 +92,9 @@ device_csr device_csr::from_points(grid_spec const& grid, point_chunk const& poi
 
   point_offset binned = 0;
   unsigned long long max_cell = 0;
-  CUDA_TRY(cudaMemcpyAsync(&binned, state->offsets.data() + cells, sizeof(binned), cudaMemcpyDeviceToHost, stream));
-  CUDA_TRY(cudaMemcpyAsync(&max_cell, most.data(), sizeof(max_cell), cudaMemcpyDeviceToHost, stream));
-  CUDA_TRY(cudaStreamSynchronize(stream));
+  HG_CUDA_TRY(cudaMemcpyAsync(&binned, state->offsets.data() + cells, sizeof(binned), cudaMemcpyDeviceToHost, stream));
+  HG_CUDA_TRY(cudaMemcpyAsync(&max_cell, most.data(), sizeof(max_cell), cudaMemcpyDeviceToHost, stream));
+  HG_CUDA_TRY(cudaStreamSynchronize(stream));
   state->num_points = binned;
   state->max_cell_points = max_cell;
 
@@ -113,7 +113,7 @@ device_csr device_csr::from_host(csr_grid const& csr, cudaStream_t stream)
   bool const valid = csr.offsets.empty() ? csr.z.empty()
                                          : (csr.offsets.front() == 0 && csr.offsets.back() == csr.z.size() &&
                                             std::is_sorted(csr.offsets.begin(), csr.offsets.end()));
-  EXPECTS(valid, error_kind::internal,
+  HG_EXPECTS(valid, error_kind::internal,
           "device_csr::from_host: offsets are not a CSR over z (first 0, non-decreasing, last == z.size())");
   detail::require_device();
   auto state = std::make_unique<impl>();
@@ -133,13 +133,13 @@ device_csr device_csr::from_host(csr_grid const& csr, cudaStream_t stream)
     }
     staging.to_device(state->z.data(), csr.z.data(), state->z.bytes(), stream);
   }  // the staging waits for its copies
-  CUDA_TRY(cudaStreamSynchronize(stream));
+  HG_CUDA_TRY(cudaStreamSynchronize(stream));
   return device_csr(std::move(state));
 }
 
 csr_grid device_csr::to_host(cudaStream_t stream) const
 {
-  EXPECTS(impl_ != nullptr, error_kind::internal, "device_csr::to_host on a moved-from object");
+  HG_EXPECTS(impl_ != nullptr, error_kind::internal, "device_csr::to_host on a moved-from object");
   csr_grid csr;
   csr.offsets.resize(impl_->num_cells + 1);
   csr.z.resize(impl_->num_points);

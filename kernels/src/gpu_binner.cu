@@ -1,13 +1,13 @@
 // gpu_binner: the streaming grid on the device (see gpu_binner.hpp).
 
-#include "detail/cuda_check.cuh"
-#include "detail/cuda_event.cuh"
-#include "detail/device_buffer.cuh"
-#include "detail/device_context.cuh"
-#include "detail/grid_accumulate.cuh"
-#include "detail/impl.cuh"
-#include "detail/order_stats.cuh"
-#include "detail/pinned_staging.cuh"
+#include "detail/infra/cuda_check.cuh"
+#include "detail/infra/cuda_event.cuh"
+#include "detail/infra/device_buffer.cuh"
+#include "detail/infra/device_context.cuh"
+#include "detail/csr/grid_accumulate.cuh"
+#include "detail/infra/impl.cuh"
+#include "detail/infra/pinned_staging.cuh"
+#include "detail/order/order_stats.cuh"
 #include "heightgrid/kernels/device_csr.hpp"
 #include "heightgrid/kernels/gpu.hpp"
 #include "heightgrid/kernels/gpu_binner.hpp"
@@ -105,8 +105,8 @@ struct gpu_binner::impl {
   std::uint64_t kept_points()
   {
     unsigned long long kept = 0;
-    CUDA_TRY(cudaMemcpyAsync(&kept, order_kept.data(), sizeof kept, cudaMemcpyDeviceToHost, compute));
-    CUDA_TRY(cudaStreamSynchronize(compute));
+    HG_CUDA_TRY(cudaMemcpyAsync(&kept, order_kept.data(), sizeof kept, cudaMemcpyDeviceToHost, compute));
+    HG_CUDA_TRY(cudaStreamSynchronize(compute));
     return kept;
   }
 
@@ -127,8 +127,8 @@ struct gpu_binner::impl {
       detail::device_buffer<cell_id> keys(grown, compute);
       detail::device_buffer<std::uint64_t> z(grown, compute);
       if (order_reserved > 0) {
-        CUDA_TRY(cudaMemcpyAsync(keys.data(), order_keys.data(), order_reserved * sizeof(cell_id), cudaMemcpyDeviceToDevice, compute));
-        CUDA_TRY(cudaMemcpyAsync(z.data(), order_z.data(), order_reserved * sizeof(std::uint64_t), cudaMemcpyDeviceToDevice, compute));
+        HG_CUDA_TRY(cudaMemcpyAsync(keys.data(), order_keys.data(), order_reserved * sizeof(cell_id), cudaMemcpyDeviceToDevice, compute));
+        HG_CUDA_TRY(cudaMemcpyAsync(z.data(), order_z.data(), order_reserved * sizeof(std::uint64_t), cudaMemcpyDeviceToDevice, compute));
       }
       order_keys = std::move(keys);
       order_z = std::move(z);
@@ -149,7 +149,7 @@ struct gpu_binner::impl {
       detail::keep_points_thread_per_point_kernel<<<blocks, detail::batch_policy::block_threads, 0, compute>>>(
         cols, b.size, band.grid, band.first_cell(), band.cells(), order_keys.data(), order_z.data(), order_kept.data());
     }
-    CUDA_CHECK_LAUNCH();
+    HG_CUDA_CHECK_LAUNCH();
   }
 
   /// The order-statistic columns of the whole band, computed once (the kept points are freed).
@@ -193,7 +193,7 @@ struct gpu_binner::impl {
   /// Selects the binner's device on the calling thread (the runtime's current device is per thread).
   void use_device() const
   {
-    if (device >= 0) { CUDA_TRY(cudaSetDevice(device)); }
+    if (device >= 0) { HG_CUDA_TRY(cudaSetDevice(device)); }
   }
 
   ~impl()
@@ -220,7 +220,7 @@ struct gpu_binner::impl {
       detail::accumulate_atomic_thread_per_point_kernel<<<blocks, detail::batch_policy::block_threads, 0, compute>>>(
         cols, b.size, band.grid, band.first_cell(), acc, counters.data());
     }
-    CUDA_CHECK_LAUNCH();
+    HG_CUDA_CHECK_LAUNCH();
   }
 
   void launch_sorted(void const* data, point_batch const& b)
@@ -237,20 +237,20 @@ struct gpu_binner::impl {
       detail::batch_keys_thread_per_point_kernel<<<blocks, detail::batch_policy::block_threads, 0, compute>>>(
         cols, n, band.grid, band.first_cell(), band_cells, keys.data(), z.data(), counters.data());
     }
-    CUDA_CHECK_LAUNCH();
+    HG_CUDA_CHECK_LAUNCH();
     auto const items = static_cast<int>(n);
     // Stable: a cell's points keep their batch order, so the modes reduce them as the CPU does.
     std::size_t temp = cub_temp_bytes;
-    CUDA_TRY(cub::DeviceRadixSort::SortPairs(cub_temp.data(), temp, keys.data(), keys_sorted.data(), z.data(),
+    HG_CUDA_TRY(cub::DeviceRadixSort::SortPairs(cub_temp.data(), temp, keys.data(), keys_sorted.data(), z.data(),
                                              z_sorted.data(), items, 0, key_bits(band_cells), compute));
     // Counts past the last run stay 0, so the exclusive scan gives empty segments there: the CSR has
     // n segments (no host round trip for the number of runs), the trailing ones empty.
     run_counts.fill_bytes(0, compute);
     temp = cub_temp_bytes;
-    CUDA_TRY(cub::DeviceRunLengthEncode::Encode(cub_temp.data(), temp, keys_sorted.data(), unique.data(),
+    HG_CUDA_TRY(cub::DeviceRunLengthEncode::Encode(cub_temp.data(), temp, keys_sorted.data(), unique.data(),
                                                 run_counts.data(), num_runs.data(), items, compute));
     temp = cub_temp_bytes;
-    CUDA_TRY(cub::DeviceScan::ExclusiveSum(cub_temp.data(), temp, run_counts.data(), offsets.data(), items + 1, compute));
+    HG_CUDA_TRY(cub::DeviceScan::ExclusiveSum(cub_temp.data(), temp, run_counts.data(), offsets.data(), items + 1, compute));
     device_csr_view const csr{offsets.data(), z_sorted.data(), n, n, device_csr_view::unknown};
     // The merge keeps min, max and count always; mean/stddev when asked. Asking for min and max
     // also makes every mode store through store_cell / store_bands<extremes>, where the merge is.
@@ -290,24 +290,24 @@ std::size_t gpu_binner::order_bytes_per_point() noexcept
 static std::uint64_t order_fit(std::uint64_t wanted)
 {
   std::size_t free_bytes = 0, total_bytes = 0;
-  CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
+  HG_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
   return std::min<std::uint64_t>(wanted, free_bytes / 5 * 4 / gpu_binner::order_bytes_per_point());
 }
 
 gpu_binner::gpu_binner(grid_band const& band, gpu_binner_options const& o)
 {
-  EXPECTS(o.batch_points > 0 && o.batch_points <= (std::size_t{1} << 30), error_kind::internal,
+  HG_EXPECTS(o.batch_points > 0 && o.batch_points <= (std::size_t{1} << 30), error_kind::internal,
           "gpu_binner: batch_points " + std::to_string(o.batch_points) + " is not in 1..2^30");
-  EXPECTS(o.reduction == batch_reduction::sorted || !o.request.needs_sums(), error_kind::usage,
+  HG_EXPECTS(o.reduction == batch_reduction::sorted || !o.request.needs_sums(), error_kind::usage,
           "the atomic batch reduction keeps min, max and count only; mean and stddev need the sorted one");
-  EXPECTS(o.reduction == batch_reduction::atomic || mode_reduces_csr(o.mode), error_kind::usage,
+  HG_EXPECTS(o.reduction == batch_reduction::atomic || mode_reduces_csr(o.mode), error_kind::usage,
           "the sorted batch reduction needs a mode that reduces a CSR, not " + std::string(mode_name(o.mode)));
   if (o.device >= 0) {
     int count = 0;
-    CUDA_TRY(cudaGetDeviceCount(&count));
-    EXPECTS(o.device < count, error_kind::usage,
+    HG_CUDA_TRY(cudaGetDeviceCount(&count));
+    HG_EXPECTS(o.device < count, error_kind::usage,
             "GPU " + std::to_string(o.device) + " asked for, but this machine has " + std::to_string(count));
-    CUDA_TRY(cudaSetDevice(o.device));
+    HG_CUDA_TRY(cudaSetDevice(o.device));
   }
   detail::require_device();
   impl_ = std::make_unique<impl>();
@@ -316,8 +316,8 @@ gpu_binner::gpu_binner(grid_band const& band, gpu_binner_options const& o)
   s.band = band;
   s.options = o;
   s.options.device_batches = std::max(1, o.device_batches);
-  CUDA_TRY(cudaStreamCreateWithFlags(&s.copy, cudaStreamNonBlocking));
-  CUDA_TRY(cudaStreamCreateWithFlags(&s.compute, cudaStreamNonBlocking));
+  HG_CUDA_TRY(cudaStreamCreateWithFlags(&s.copy, cudaStreamNonBlocking));
+  HG_CUDA_TRY(cudaStreamCreateWithFlags(&s.compute, cudaStreamNonBlocking));
   cudaStream_t const st = s.compute;
   std::uint64_t const cells = band.cells();
   s.lo = detail::device_buffer<std::uint64_t>(cells, st);
@@ -345,11 +345,11 @@ gpu_binner::gpu_binner(grid_band const& band, gpu_binner_options const& o)
     s.num_runs = detail::device_buffer<int>(1, st);
     auto const items = static_cast<int>(n);
     std::size_t sort_bytes = 0, rle_bytes = 0, scan_bytes = 0;
-    CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, s.keys.data(), s.keys_sorted.data(), s.z.data(),
+    HG_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, s.keys.data(), s.keys_sorted.data(), s.z.data(),
                                              s.z_sorted.data(), items, 0, 32, st));
-    CUDA_TRY(cub::DeviceRunLengthEncode::Encode(nullptr, rle_bytes, s.keys_sorted.data(), s.unique.data(),
+    HG_CUDA_TRY(cub::DeviceRunLengthEncode::Encode(nullptr, rle_bytes, s.keys_sorted.data(), s.unique.data(),
                                                 s.run_counts.data(), s.num_runs.data(), items, st));
-    CUDA_TRY(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, s.run_counts.data(), s.offsets.data(), items + 1, st));
+    HG_CUDA_TRY(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, s.run_counts.data(), s.offsets.data(), items + 1, st));
     s.cub_temp_bytes = std::max({sort_bytes, rle_bytes, scan_bytes, std::size_t{1}});
     s.cub_temp = detail::device_buffer<std::byte>(s.cub_temp_bytes, st);
   }
@@ -358,7 +358,7 @@ gpu_binner::gpu_binner(grid_band const& band, gpu_binner_options const& o)
     s.order_kept.fill_bytes(0, st);
     s.order_capacity = order_fit(o.order_capacity);
   }
-  CUDA_TRY(cudaStreamSynchronize(st));
+  HG_CUDA_TRY(cudaStreamSynchronize(st));
 }
 
 gpu_binner::~gpu_binner() = default;
@@ -369,7 +369,7 @@ void gpu_binner::register_host_memory(void* p, std::size_t bytes)
 {
   impl_->use_device();
   if (bytes == 0) { return; }
-  CUDA_TRY_ALLOC(cudaHostRegister(p, bytes, cudaHostRegisterPortable), bytes, detail::memory_space::pinned_host);
+  HG_CUDA_TRY_ALLOC(cudaHostRegister(p, bytes, cudaHostRegisterPortable), bytes, detail::memory_space::pinned_host);
   impl_->registered.push_back(p);
 }
 
@@ -379,7 +379,7 @@ void gpu_binner::submit(point_batch const& b, std::function<void()> released)
   auto& s = *impl_;
   bool handed_over = false;  // once the callback is queued, it releases the host memory
   try {
-    EXPECTS(b.capacity == s.options.batch_points && b.size <= b.capacity, error_kind::internal,
+    HG_EXPECTS(b.capacity == s.options.batch_points && b.size <= b.capacity, error_kind::internal,
             "gpu_binner::submit: a batch of " + std::to_string(b.size) + " / " + std::to_string(b.capacity) +
               " points for a binner of " + std::to_string(s.options.batch_points));
     auto& slot = s.slots[s.next % s.slots.size()];
@@ -387,15 +387,15 @@ void gpu_binner::submit(point_batch const& b, std::function<void()> released)
     ++s.next;
     s.collect(t);  // a batch timing_ring batches old: long done
     // The device copy may be overwritten once the compute stream has binned its last batch.
-    if (slot.used) { CUDA_TRY(cudaStreamWaitEvent(s.copy, slot.binned.get(), 0)); }
+    if (slot.used) { HG_CUDA_TRY(cudaStreamWaitEvent(s.copy, slot.binned.get(), 0)); }
     t.h2d_start.record(s.copy);
     std::size_t const column = b.column_bytes();
     if (b.size == b.capacity) {
-      CUDA_TRY(cudaMemcpyAsync(slot.data.data(), b.data, 3 * column * b.capacity, cudaMemcpyHostToDevice, s.copy));
+      HG_CUDA_TRY(cudaMemcpyAsync(slot.data.data(), b.data, 3 * column * b.capacity, cudaMemcpyHostToDevice, s.copy));
     } else if (b.size > 0) {
       for (int axis = 0; axis < 3; ++axis) {
         std::size_t const at = static_cast<std::size_t>(axis) * column * b.capacity;
-        CUDA_TRY(cudaMemcpyAsync(slot.data.data() + at, static_cast<std::byte const*>(b.data) + at, column * b.size,
+        HG_CUDA_TRY(cudaMemcpyAsync(slot.data.data() + at, static_cast<std::byte const*>(b.data) + at, column * b.size,
                                  cudaMemcpyHostToDevice, s.copy));
       }
     }
@@ -404,13 +404,13 @@ void gpu_binner::submit(point_batch const& b, std::function<void()> released)
     auto* callback = new std::function<void()>(released);
     if (auto const status = cudaLaunchHostFunc(s.copy, run_release, callback); status != cudaSuccess) {
       delete callback;
-      CUDA_TRY(status);
+      HG_CUDA_TRY(status);
     }
     handed_over = true;
     s.totals.bytes_uploaded += 3 * column * b.size;
     ++s.totals.batches;
 
-    CUDA_TRY(cudaStreamWaitEvent(s.compute, slot.uploaded.get(), 0));
+    HG_CUDA_TRY(cudaStreamWaitEvent(s.compute, slot.uploaded.get(), 0));
     t.bin_start.record(s.compute);
     if (b.size > 0) {
       if (s.options.reduction == batch_reduction::atomic) {
@@ -434,8 +434,8 @@ void gpu_binner::synchronize()
 {
   impl_->use_device();
   auto& s = *impl_;
-  CUDA_TRY(cudaStreamSynchronize(s.copy));
-  CUDA_TRY(cudaStreamSynchronize(s.compute));
+  HG_CUDA_TRY(cudaStreamSynchronize(s.copy));
+  HG_CUDA_TRY(cudaStreamSynchronize(s.compute));
   for (auto& t : s.timing) { s.collect(t); }
 }
 
@@ -443,8 +443,8 @@ std::uint64_t gpu_binner::points_outside()
 {
   impl_->use_device();
   detail::batch_counters c{};
-  CUDA_TRY(cudaMemcpyAsync(&c, impl_->counters.data(), sizeof c, cudaMemcpyDeviceToHost, impl_->compute));
-  CUDA_TRY(cudaStreamSynchronize(impl_->compute));
+  HG_CUDA_TRY(cudaMemcpyAsync(&c, impl_->counters.data(), sizeof c, cudaMemcpyDeviceToHost, impl_->compute));
+  HG_CUDA_TRY(cudaStreamSynchronize(impl_->compute));
   return c.outside;
 }
 
@@ -452,8 +452,8 @@ std::uint64_t gpu_binner::points_binned()
 {
   impl_->use_device();
   detail::batch_counters c{};
-  CUDA_TRY(cudaMemcpyAsync(&c, impl_->counters.data(), sizeof c, cudaMemcpyDeviceToHost, impl_->compute));
-  CUDA_TRY(cudaStreamSynchronize(impl_->compute));
+  HG_CUDA_TRY(cudaMemcpyAsync(&c, impl_->counters.data(), sizeof c, cudaMemcpyDeviceToHost, impl_->compute));
+  HG_CUDA_TRY(cudaStreamSynchronize(impl_->compute));
   return c.binned;
 }
 
@@ -462,7 +462,7 @@ cell_results gpu_binner::finalize_rows(std::uint32_t row0, std::uint32_t rows, s
 {
   impl_->use_device();
   auto& s = *impl_;
-  EXPECTS(std::uint64_t{row0} + rows <= s.band.rows && cols <= s.band.grid.cols, error_kind::internal,
+  HG_EXPECTS(std::uint64_t{row0} + rows <= s.band.rows && cols <= s.band.grid.cols, error_kind::internal,
           "gpu_binner::finalize_rows: window outside the band");
   detail::cuda_event start, stop;
   cudaStream_t const st = s.compute;
@@ -477,7 +477,7 @@ cell_results gpu_binner::finalize_rows(std::uint32_t row0, std::uint32_t rows, s
     detail::finalize_rows_thread_per_cell_kernel<<<detail::grid_blocks(cells, detail::batch_policy::block_threads),
                                                    detail::batch_policy::block_threads, 0, st>>>(
       s.view(), std::uint64_t{row0} * s.band.grid.cols, s.band.grid.cols, cols, cells, out, nodata);
-    CUDA_CHECK_LAUNCH();
+    HG_CUDA_CHECK_LAUNCH();
   }
   cell_results r;
   detail::pinned_staging staging(cells * sizeof(float));
@@ -493,14 +493,14 @@ cell_results gpu_binner::finalize_rows(std::uint32_t row0, std::uint32_t rows, s
   download(r.mean, mean);
   download(r.stddev, stddev);
   if (request.needs_order()) {
-    EXPECTS(s.keeps_points(), error_kind::internal, "gpu_binner::finalize_rows: order statistics of a binner that kept no points");
+    HG_EXPECTS(s.keeps_points(), error_kind::internal, "gpu_binner::finalize_rows: order statistics of a binner that kept no points");
     s.finalize_order(request, nodata);
     size_order_columns(r, request, cells);
     auto const column = [&](std::size_t k, std::vector<float>& host) {
       // Rows of `cols` cells out of the band's rows of band.grid.cols.
       float const* from = s.order_bands.data() + k * s.band.cells() + std::uint64_t{row0} * s.band.grid.cols;
       if (cells > 0) {
-        CUDA_TRY(cudaMemcpy2DAsync(host.data(), cols * sizeof(float), from, s.band.grid.cols * sizeof(float),
+        HG_CUDA_TRY(cudaMemcpy2DAsync(host.data(), cols * sizeof(float), from, s.band.grid.cols * sizeof(float),
                                    cols * sizeof(float), rows, cudaMemcpyDeviceToHost, st));
       }
     };
@@ -508,7 +508,7 @@ cell_results gpu_binner::finalize_rows(std::uint32_t row0, std::uint32_t rows, s
     if (request.prange) { column(request.percentiles.size(), r.prange); }
   }
   stop.record(st);
-  CUDA_TRY(cudaStreamSynchronize(st));
+  HG_CUDA_TRY(cudaStreamSynchronize(st));
   s.totals.finalize_ms += detail::elapsed_ms(start, stop);
   return r;
 }
@@ -518,7 +518,7 @@ void gpu_binner::download_extremes(std::uint32_t row0, std::uint32_t rows, std::
 {
   impl_->use_device();
   auto& s = *impl_;
-  EXPECTS(std::uint64_t{row0} + rows <= s.band.rows, error_kind::internal,
+  HG_EXPECTS(std::uint64_t{row0} + rows <= s.band.rows, error_kind::internal,
           "gpu_binner::download_extremes: window outside the band");
   std::uint64_t const first = std::uint64_t{row0} * s.band.grid.cols;
   std::uint64_t const cells = std::uint64_t{rows} * s.band.grid.cols;
@@ -526,7 +526,7 @@ void gpu_binner::download_extremes(std::uint32_t row0, std::uint32_t rows, std::
   staging.to_host(lo, s.lo.data() + first, cells * sizeof(std::uint64_t), s.compute);
   staging.to_host(hi, s.hi.data() + first, cells * sizeof(std::uint64_t), s.compute);
   staging.to_host(count, s.count.data() + first, cells * sizeof(std::uint32_t), s.compute);
-  CUDA_TRY(cudaStreamSynchronize(s.compute));
+  HG_CUDA_TRY(cudaStreamSynchronize(s.compute));
 }
 
 std::uint64_t gpu_binner::total_count()
@@ -540,11 +540,11 @@ std::uint64_t gpu_binner::total_count()
     detail::sum_counts_thread_per_cell_kernel<<<detail::grid_blocks(cells, 4 * detail::batch_policy::block_threads),
                                                 detail::batch_policy::block_threads, 0, s.compute>>>(
       s.count.data(), cells, total.data());
-    CUDA_CHECK_LAUNCH();
+    HG_CUDA_CHECK_LAUNCH();
   }
   unsigned long long host = 0;
-  CUDA_TRY(cudaMemcpyAsync(&host, total.data(), sizeof host, cudaMemcpyDeviceToHost, s.compute));
-  CUDA_TRY(cudaStreamSynchronize(s.compute));
+  HG_CUDA_TRY(cudaMemcpyAsync(&host, total.data(), sizeof host, cudaMemcpyDeviceToHost, s.compute));
+  HG_CUDA_TRY(cudaStreamSynchronize(s.compute));
   return host;
 }
 
@@ -559,11 +559,11 @@ std::uint32_t gpu_binner::max_count()
     detail::max_count_thread_per_cell_kernel<<<detail::grid_blocks(cells, 4 * detail::batch_policy::block_threads),
                                                detail::batch_policy::block_threads, 0, s.compute>>>(
       s.count.data(), cells, largest.data());
-    CUDA_CHECK_LAUNCH();
+    HG_CUDA_CHECK_LAUNCH();
   }
   unsigned int host = 0;
-  CUDA_TRY(cudaMemcpyAsync(&host, largest.data(), sizeof host, cudaMemcpyDeviceToHost, s.compute));
-  CUDA_TRY(cudaStreamSynchronize(s.compute));
+  HG_CUDA_TRY(cudaMemcpyAsync(&host, largest.data(), sizeof host, cudaMemcpyDeviceToHost, s.compute));
+  HG_CUDA_TRY(cudaStreamSynchronize(s.compute));
   return host;
 }
 
@@ -590,10 +590,10 @@ void gpu_binner::reset(grid_band const& band, std::uint64_t order_capacity)
   if (s.keeps_points()) {
     s.reset_order();
     if (order_capacity > 0) { s.options.order_capacity = order_capacity; }
-    CUDA_TRY(cudaStreamSynchronize(st));
+    HG_CUDA_TRY(cudaStreamSynchronize(st));
     s.order_capacity = order_fit(s.options.order_capacity);
   }
-  CUDA_TRY(cudaStreamSynchronize(st));
+  HG_CUDA_TRY(cudaStreamSynchronize(st));
 }
 
 gpu_binner_times gpu_binner::times()
@@ -609,10 +609,10 @@ bool start_gpu(std::string* reason, int device) noexcept
   try {
     if (device >= 0) {
       int count = 0;
-      CUDA_TRY(cudaGetDeviceCount(&count));
-      EXPECTS(device < count, error_kind::usage,
+      HG_CUDA_TRY(cudaGetDeviceCount(&count));
+      HG_EXPECTS(device < count, error_kind::usage,
               "GPU " + std::to_string(device) + " asked for, but this machine has " + std::to_string(count));
-      CUDA_TRY(cudaSetDevice(device));
+      HG_CUDA_TRY(cudaSetDevice(device));
     }
     detail::require_device();
     return true;

@@ -1,13 +1,13 @@
 // The whole device pipeline (grid_points_gpu) and the host-CSR reduce (reduce_csr_gpu), composed
 // from device_csr and reduce(); and the pipeline of the atomic mode, which builds no CSR.
 
-#include "detail/cuda_check.cuh"
-#include "detail/cuda_event.cuh"
-#include "detail/device_buffer.cuh"
-#include "detail/device_context.cuh"
-#include "detail/impl.cuh"
-#include "detail/pinned_staging.cuh"
-#include "detail/reduce_atomic.cuh"
+#include "detail/infra/cuda_check.cuh"
+#include "detail/infra/cuda_event.cuh"
+#include "detail/infra/device_buffer.cuh"
+#include "detail/infra/device_context.cuh"
+#include "detail/infra/impl.cuh"
+#include "detail/infra/pinned_staging.cuh"
+#include "detail/reduce/reduce_atomic.cuh"
 #include "heightgrid/kernels/grid_gpu.hpp"
 
 #include <string>
@@ -21,12 +21,12 @@ namespace {
 gpu_grid_result grid_points_atomic(grid_spec const& grid, point_chunk const& points, metric_request const& request,
                                    float nodata, cudaStream_t stream)
 {
-  EXPECTS(points.x.size() == points.y.size() && points.x.size() == points.z.size(), error_kind::internal,
+  HG_EXPECTS(points.x.size() == points.y.size() && points.x.size() == points.z.size(), error_kind::internal,
           "grid_points_gpu: x, y and z differ in length");
-  EXPECTS(mode_supports(reduce_mode::atomic, request), error_kind::usage,
+  HG_EXPECTS(mode_supports(reduce_mode::atomic, request), error_kind::usage,
           "atomic mode supports range,min,max,count (mean and stddev need --mode hybrid, thread, warp or cub)");
   auto const cells = grid.num_cells();
-  EXPECTS(cells <= max_cells, error_kind::resource,
+  HG_EXPECTS(cells <= max_cells, error_kind::resource,
           "grid_points_gpu: a grid of " + std::to_string(cells) + " cells exceeds the limit of " +
             std::to_string(max_cells));
   detail::require_device();
@@ -65,8 +65,8 @@ gpu_grid_result grid_points_atomic(grid_spec const& grid, point_chunk const& poi
   downloaded.record(stream);
 
   unsigned long long dropped = 0;
-  CUDA_TRY(cudaMemcpyAsync(&dropped, outside.data(), sizeof(dropped), cudaMemcpyDeviceToHost, stream));
-  CUDA_TRY(cudaStreamSynchronize(stream));
+  HG_CUDA_TRY(cudaMemcpyAsync(&dropped, outside.data(), sizeof(dropped), cudaMemcpyDeviceToHost, stream));
+  HG_CUDA_TRY(cudaStreamSynchronize(stream));
   r.stats.points_in = n;
   r.stats.points_outside = dropped;
   r.stats.points_binned = n - dropped;

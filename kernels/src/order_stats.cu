@@ -1,11 +1,11 @@
 // Order statistics of the streaming grid on the device (see detail/order_stats.cuh).
 
-#include "detail/cuda_check.cuh"
-#include "detail/device_buffer.cuh"
-#include "detail/launch.cuh"
-#include "detail/cuda_event.cuh"
-#include "detail/order_stats.cuh"
-#include "detail/pinned_staging.cuh"
+#include "detail/infra/cuda_check.cuh"
+#include "detail/infra/device_buffer.cuh"
+#include "detail/infra/launch.cuh"
+#include "detail/infra/cuda_event.cuh"
+#include "detail/order/order_stats.cuh"
+#include "detail/infra/pinned_staging.cuh"
 
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_scan.cuh>
@@ -96,17 +96,17 @@ void order_finalize(cell_id* keys, std::uint64_t* z, std::uint64_t n, std::uint3
   device_buffer<std::uint64_t> wide(cells + 1, stream);
   device_buffer<std::uint64_t> offsets(cells + 1, stream);
   widen_counts_kernel<<<grid_blocks(cells + 1, block), block, 0, stream>>>(count, cells, wide.data());
-  CUDA_CHECK_LAUNCH();
+  HG_CUDA_CHECK_LAUNCH();
   std::size_t temp_bytes = 0;
-  CUDA_TRY(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, wide.data(), offsets.data(), cells + 1, stream));
+  HG_CUDA_TRY(cub::DeviceScan::ExclusiveSum(nullptr, temp_bytes, wide.data(), offsets.data(), cells + 1, stream));
   {
     device_buffer<std::byte> temp(temp_bytes, stream);
-    CUDA_TRY(cub::DeviceScan::ExclusiveSum(temp.data(), temp_bytes, wide.data(), offsets.data(), cells + 1, stream));
+    HG_CUDA_TRY(cub::DeviceScan::ExclusiveSum(temp.data(), temp_bytes, wide.data(), offsets.data(), cells + 1, stream));
   }
   std::uint64_t total = 0;
-  CUDA_TRY(cudaMemcpyAsync(&total, offsets.data() + cells, sizeof total, cudaMemcpyDeviceToHost, stream));
-  CUDA_TRY(cudaStreamSynchronize(stream));
-  EXPECTS(total <= n, error_kind::internal,
+  HG_CUDA_TRY(cudaMemcpyAsync(&total, offsets.data() + cells, sizeof total, cudaMemcpyDeviceToHost, stream));
+  HG_CUDA_TRY(cudaStreamSynchronize(stream));
+  HG_EXPECTS(total <= n, error_kind::internal,
           "order_finalize: the counts (" + std::to_string(total) + ") exceed the kept points (" + std::to_string(n) + ")");
 
   // `sorted`: every cell's ordered keys, increasing, at [offsets[c], offsets[c + 1]).
@@ -114,17 +114,17 @@ void order_finalize(cell_id* keys, std::uint64_t* z, std::uint64_t n, std::uint3
   device_buffer<std::uint64_t> scratch;
   if (method == order_sort::segmented) {
     scratch = device_buffer<std::uint64_t>(total, stream);
-    CUDA_TRY(cudaMemcpyAsync(wide.data(), offsets.data(), cells * sizeof(std::uint64_t), cudaMemcpyDeviceToDevice, stream));
+    HG_CUDA_TRY(cudaMemcpyAsync(wide.data(), offsets.data(), cells * sizeof(std::uint64_t), cudaMemcpyDeviceToDevice, stream));
     scatter_by_cell_kernel<<<grid_blocks(n, block), block, 0, stream>>>(
       keys, z, n, cells, reinterpret_cast<unsigned long long*>(wide.data()), scratch.data());
-    CUDA_CHECK_LAUNCH();
+    HG_CUDA_CHECK_LAUNCH();
     // z is free now: the sorted keys go there.
     temp_bytes = 0;
-    CUDA_TRY(cub::DeviceSegmentedSort::SortKeys(nullptr, temp_bytes, scratch.data(), z, static_cast<std::int64_t>(total),
+    HG_CUDA_TRY(cub::DeviceSegmentedSort::SortKeys(nullptr, temp_bytes, scratch.data(), z, static_cast<std::int64_t>(total),
                                                 static_cast<std::int64_t>(cells), offsets.data(), offsets.data() + 1,
                                                 stream));
     device_buffer<std::byte> temp(temp_bytes, stream);
-    CUDA_TRY(cub::DeviceSegmentedSort::SortKeys(temp.data(), temp_bytes, scratch.data(), z,
+    HG_CUDA_TRY(cub::DeviceSegmentedSort::SortKeys(temp.data(), temp_bytes, scratch.data(), z,
                                                 static_cast<std::int64_t>(total), static_cast<std::int64_t>(cells),
                                                 offsets.data(), offsets.data() + 1, stream));
     sorted = z;
@@ -136,18 +136,18 @@ void order_finalize(cell_id* keys, std::uint64_t* z, std::uint64_t n, std::uint3
     cub::DoubleBuffer<std::uint64_t> zb(z, z_alt.data());
     cub::DoubleBuffer<cell_id> kb(keys, keys_alt.data());
     temp_bytes = 0;
-    CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, zb, kb, static_cast<std::int64_t>(n), 0, 64, stream));
+    HG_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, zb, kb, static_cast<std::int64_t>(n), 0, 64, stream));
     std::size_t second = 0;
-    CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, second, kb, zb, static_cast<std::int64_t>(n), 0,
+    HG_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, second, kb, zb, static_cast<std::int64_t>(n), 0,
                                              key_bits_of(cells), stream));
     device_buffer<std::byte> temp(std::max(temp_bytes, second), stream);
     temp_bytes = temp.size();
-    CUDA_TRY(cub::DeviceRadixSort::SortPairs(temp.data(), temp_bytes, zb, kb, static_cast<std::int64_t>(n), 0, 64, stream));
+    HG_CUDA_TRY(cub::DeviceRadixSort::SortPairs(temp.data(), temp_bytes, zb, kb, static_cast<std::int64_t>(n), 0, 64, stream));
     temp_bytes = temp.size();
-    CUDA_TRY(cub::DeviceRadixSort::SortPairs(temp.data(), temp_bytes, kb, zb, static_cast<std::int64_t>(n), 0,
+    HG_CUDA_TRY(cub::DeviceRadixSort::SortPairs(temp.data(), temp_bytes, kb, zb, static_cast<std::int64_t>(n), 0,
                                              key_bits_of(cells), stream));
     if (zb.Current() != z) {
-      CUDA_TRY(cudaMemcpyAsync(z, zb.Current(), total * sizeof(std::uint64_t), cudaMemcpyDeviceToDevice, stream));
+      HG_CUDA_TRY(cudaMemcpyAsync(z, zb.Current(), total * sizeof(std::uint64_t), cudaMemcpyDeviceToDevice, stream));
     }
     sorted = z;
     // The temporaries are freed stream-ordered, after the copy.
@@ -170,7 +170,7 @@ void order_finalize(cell_id* keys, std::uint64_t* z, std::uint64_t n, std::uint3
     }
     percentiles_thread_per_cell_kernel<<<grid_blocks(cells, block), block, 0, stream>>>(sorted, offsets.data(), cells,
                                                                                          set, nodata);
-    CUDA_CHECK_LAUNCH();
+    HG_CUDA_CHECK_LAUNCH();
     done += static_cast<std::size_t>(set.n);
   } while (done < k);
 }
@@ -237,26 +237,26 @@ order_stats_run order_stats_of_csr(device_csr const& csr, metric_request const& 
   detail::device_buffer<std::uint32_t> count(cells, st);
   if (n > 0) {
     csr_points_kernel<<<detail::grid_blocks(n, block), block, 0, st>>>(v.offsets, cells, v.z, n, keys.data(), z.data());
-    CUDA_CHECK_LAUNCH();
+    HG_CUDA_CHECK_LAUNCH();
   }
   if (cells > 0) {
     csr_counts_kernel<<<detail::grid_blocks(cells, block), block, 0, st>>>(v.offsets, cells, count.data());
-    CUDA_CHECK_LAUNCH();
+    HG_CUDA_CHECK_LAUNCH();
   }
   std::size_t const columns = detail::order_columns(request);
   detail::device_buffer<float> bands(columns * cells, st);
-  CUDA_TRY(cudaStreamSynchronize(st));
+  HG_CUDA_TRY(cudaStreamSynchronize(st));
   detail::cuda_event start, stop;
   start.record(st);
   detail::order_finalize(keys.data(), z.data(), n, count.data(), cells, request, nodata, method, bands.data(), st);
   stop.record(st);
-  CUDA_TRY(cudaStreamSynchronize(st));
+  HG_CUDA_TRY(cudaStreamSynchronize(st));
   order_stats_run run;
   run.kernel_ms = detail::elapsed_ms(start, stop);
   size_order_columns(run.bands, request, cells);
   auto const download = [&](std::size_t k, std::vector<float>& host) {
     if (cells > 0) {
-      CUDA_TRY(cudaMemcpy(host.data(), bands.data() + k * cells, cells * sizeof(float), cudaMemcpyDeviceToHost));
+      HG_CUDA_TRY(cudaMemcpy(host.data(), bands.data() + k * cells, cells * sizeof(float), cudaMemcpyDeviceToHost));
     }
   };
   for (std::size_t k = 0; k < request.percentiles.size(); ++k) { download(k, run.bands.percentile[k]); }

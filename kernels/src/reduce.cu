@@ -1,16 +1,16 @@
 // reduce(): the single dispatch from reduce_mode to a detail/ launcher, and device_cell_results.
 
-#include "detail/cell_store.cuh"
-#include "detail/cuda_check.cuh"
-#include "detail/device_context.cuh"
-#include "detail/impl.cuh"
-#include "detail/pinned_staging.cuh"
-#include "detail/reduce_cub.cuh"
-#include "detail/reduce_hybrid.cuh"
-#include "detail/reduce_thread.cuh"
-#include "detail/reduce_warp.cuh"
+#include "detail/reduce/cell_store.cuh"
+#include "detail/infra/cuda_check.cuh"
+#include "detail/infra/device_context.cuh"
+#include "detail/infra/impl.cuh"
+#include "detail/infra/pinned_staging.cuh"
+#include "detail/reduce/reduce_cub.cuh"
+#include "detail/hybrid/launch_hybrid.cuh"
+#include "detail/reduce/reduce_thread.cuh"
+#include "detail/reduce/reduce_warp.cuh"
 #include "heightgrid/kernels/device_csr.hpp"
-#include "heightgrid/kernels/hybrid_tuning.hpp"
+#include "heightgrid/kernels/hybrid_plan.hpp"
 
 #include <string>
 
@@ -46,7 +46,7 @@ output_bands bands_of(device_cell_results::impl& state) noexcept
 
 }  // namespace detail
 
-/// A new mode is one case here (and its detail/reduce_<mode>.cuh).
+/// A new mode is one case here (and its detail/reduce/reduce_<mode>.cuh, and its row of reduce_modes).
 void detail::reduce_view(reduce_mode mode, device_csr_view const& csr, metric_request const& request,
                          detail::output_bands const& out, float nodata, cudaStream_t stream)
 {
@@ -55,9 +55,7 @@ void detail::reduce_view(reduce_mode mode, device_csr_view const& csr, metric_re
     case reduce_mode::warp: detail::launch_warp_per_cell(csr, request, out, nodata, stream); return;
     case reduce_mode::cub: detail::launch_cub_segmented(csr, request, out, nodata, stream); return;
     case reduce_mode::hybrid:
-      detail::launch_warp_per_tile(csr, request, out, nodata,
-                                   request.needs_sums() ? detail::hybrid_sums_defaults() : detail::hybrid_defaults(),
-                                   stream);
+      detail::launch_hybrid(csr, request, out, nodata, hybrid_default_thresholds_for(request), stream);
       return;
     case reduce_mode::atomic: break;  // reduces points, not a CSR: reduce() turns it away first
   }
@@ -87,7 +85,7 @@ device_cell_results run_reduce(std::uint64_t cells, metric_request const& reques
 device_cell_results reduce(device_csr const& csr, metric_request const& request, float nodata, reduce_mode mode,
                            cudaStream_t stream)
 {
-  EXPECTS(mode_reduces_csr(mode), error_kind::usage,
+  HG_EXPECTS(mode_reduces_csr(mode), error_kind::usage,
           "reduce: mode " + std::string(mode_name(mode)) +
             " reduces the points themselves, not a CSR: run it through grid_points_gpu");
   return run_reduce(csr.num_cells(), request, mode, stream, [&](detail::output_bands const& out) {
@@ -95,13 +93,18 @@ device_cell_results reduce(device_csr const& csr, metric_request const& request,
   });
 }
 
-hybrid_thresholds default_hybrid_thresholds() { return detail::hybrid_defaults(); }
+hybrid_thresholds default_hybrid_thresholds()
+{
+  metric_request no_sums;
+  no_sums.range = true;
+  return hybrid_default_thresholds_for(no_sums);
+}
 
 device_cell_results reduce_hybrid(device_csr const& csr, metric_request const& request, float nodata,
                                   hybrid_thresholds const& thresholds, cudaStream_t stream)
 {
   return run_reduce(csr.num_cells(), request, reduce_mode::hybrid, stream, [&](detail::output_bands const& out) {
-    detail::launch_warp_per_tile(csr.view(), request, out, nodata, thresholds, stream);
+    detail::launch_hybrid(csr.view(), request, out, nodata, thresholds, stream);
   });
 }
 
@@ -115,13 +118,13 @@ reduce_mode device_cell_results::mode() const noexcept { return impl_ ? impl_->m
 
 float device_cell_results::kernel_ms() const
 {
-  EXPECTS(impl_ != nullptr, error_kind::internal, "device_cell_results::kernel_ms on a moved-from object");
+  HG_EXPECTS(impl_ != nullptr, error_kind::internal, "device_cell_results::kernel_ms on a moved-from object");
   return detail::elapsed_ms(impl_->start, impl_->stop);
 }
 
 cell_results device_cell_results::to_host(cudaStream_t stream) const
 {
-  EXPECTS(impl_ != nullptr, error_kind::internal, "device_cell_results::to_host on a moved-from object");
+  HG_EXPECTS(impl_ != nullptr, error_kind::internal, "device_cell_results::to_host on a moved-from object");
   auto const cells = impl_->num_cells;
   cell_results r;
   detail::pinned_staging staging(cells * sizeof(float));

@@ -1,5 +1,6 @@
 #include "heightgrid/kernels/reduce_mode.hpp"
 
+#include "heightgrid/core/name_table.hpp"
 #include "heightgrid/kernels/gpu_binner.hpp"
 
 #include <array>
@@ -9,40 +10,34 @@
 namespace heightgrid {
 namespace {
 
-// The one list of modes (and of CSR methods) that parsing, all_modes() and the tests go through.
-constexpr std::array modes{reduce_mode::thread, reduce_mode::warp, reduce_mode::cub, reduce_mode::hybrid,
-                           reduce_mode::atomic};
-constexpr std::array methods{csr_method::counting, csr_method::radix_sort};
+constexpr std::array<name_row<csr_method>, 2> csr_methods{{
+  {csr_method::counting, "counting"},
+  {csr_method::radix_sort, "radix_sort"},
+}};
+
+constexpr std::array<name_row<batch_reduction>, 2> batch_reductions{{
+  {batch_reduction::atomic, "atomic"},
+  {batch_reduction::sorted, "sorted"},
+}};
 
 }  // namespace
 
-std::string_view mode_name(reduce_mode mode) noexcept
+std::string_view mode_name(reduce_mode mode) noexcept { return name_in(reduce_modes, mode); }
+
+std::optional<reduce_mode> parse_mode(std::string_view name) noexcept { return parse_in(reduce_modes, name); }
+
+std::vector<reduce_mode> all_modes() { return values_in(reduce_modes); }
+
+bool mode_reduces_csr(reduce_mode mode) noexcept
 {
-  switch (mode) {
-    case reduce_mode::thread: return "thread";
-    case reduce_mode::warp: return "warp";
-    case reduce_mode::cub: return "cub";
-    case reduce_mode::hybrid: return "hybrid";
-    case reduce_mode::atomic: return "atomic";
-  }
-  return "?";
+  auto const* row = row_in(reduce_modes, mode);
+  return row != nullptr && row->reduces_csr;
 }
-
-std::optional<reduce_mode> parse_mode(std::string_view name) noexcept
-{
-  for (auto mode : modes) {
-    if (name == mode_name(mode)) { return mode; }
-  }
-  return std::nullopt;
-}
-
-std::vector<reduce_mode> all_modes() { return {modes.begin(), modes.end()}; }
-
-bool mode_reduces_csr(reduce_mode mode) noexcept { return mode != reduce_mode::atomic; }
 
 bool mode_supports(reduce_mode mode, metric_request const& request) noexcept
 {
-  return mode != reduce_mode::atomic || !request.needs_sums();
+  auto const* row = row_in(reduce_modes, mode);
+  return row != nullptr && (row->supports_sums || !request.needs_sums());
 }
 
 mode_choice choose_mode(metric_request const& request, cell_count_stats const& stats)
@@ -72,32 +67,12 @@ mode_choice choose_mode(metric_request const& request, cell_count_stats const& s
   return {reduce_mode::atomic, why.str()};
 }
 
-std::string_view csr_method_name(csr_method method) noexcept
-{
-  switch (method) {
-    case csr_method::counting: return "counting";
-    case csr_method::radix_sort: return "radix_sort";
-  }
-  return "?";
-}
+std::string_view csr_method_name(csr_method method) noexcept { return name_in(csr_methods, method); }
 
-std::optional<csr_method> parse_csr_method(std::string_view name) noexcept
-{
-  for (auto method : methods) {
-    if (name == csr_method_name(method)) { return method; }
-  }
-  return std::nullopt;
-}
+std::optional<csr_method> parse_csr_method(std::string_view name) noexcept { return parse_in(csr_methods, name); }
 
-std::vector<csr_method> all_csr_methods() { return {methods.begin(), methods.end()}; }
+std::vector<csr_method> all_csr_methods() { return values_in(csr_methods); }
 
-std::string_view batch_reduction_name(batch_reduction r) noexcept
-{
-  switch (r) {
-    case batch_reduction::atomic: return "atomic";
-    case batch_reduction::sorted: return "sorted";
-  }
-  return "?";
-}
+std::string_view batch_reduction_name(batch_reduction r) noexcept { return name_in(batch_reductions, r); }
 
 }  // namespace heightgrid

@@ -5,6 +5,7 @@
 #include "test_paths.hpp"
 
 #include "heightgrid/kernels/gpu.hpp"
+#include "heightgrid/kernels/reduce_mode.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -177,6 +178,15 @@ TEST_F(Compare, ReplotDrawsFromAnEarlierJson)
   auto const bad = run_cli("compare --replot " + out("other.json").string() + " --plot " + out("x.png").string());
   EXPECT_EQ(bad.code, 3) << bad.output;
   expect_contains(bad.output, "not a compare --json file");
+}
+
+TEST_F(Compare, ListModesPrintsTheModeTableOneNameALine)
+{
+  auto const r = run_cli("compare --list-modes");
+  ASSERT_EQ(r.code, 0) << r.output;
+  std::string expected;
+  for (auto const& row : heightgrid::reduce_modes) { expected += std::string(row.name) + "\n"; }
+  EXPECT_EQ(r.output, expected);
 }
 
 TEST_F(Compare, BadModeListsAreUsageErrors)

@@ -2,7 +2,7 @@
 """Developer cross-check of the native LAS reader and writer against laspy (not a project
 dependency: `pip install laspy`). Run by hand:
 
-    python3 tests/io/laspy_check.py BUILD_DIR/tests/io/las_read_bench [REAL_DATA_DIR]
+    python3 tests/io/laspy_check.py BUILD_DIR/bench/las_read_bench [REAL_DATA_DIR]
 
 1. Files written by our writer (every version/format it supports, with CRS records, extra
    bytes, EVLRs) must be read by laspy exactly as we wrote them: coordinates, every attribute,

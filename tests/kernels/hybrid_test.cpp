@@ -80,7 +80,7 @@ class HybridThresholds : public ::testing::TestWithParam<named_thresholds> {
     EXPECT_TRUE(same_results(got, reduce_cells_cpu(csr, request, nodata), request, csr.num_cells()))
       << GetParam().name << ", " << csr.num_cells() << " cells, " << csr.z.size() << " points";
     if (request.needs_sums()) {
-      // Without sums hybrid runs other kernels (reduce_hybrid_balanced.cuh): check those too.
+      // Without sums hybrid runs other kernels (detail/hybrid/hybrid_tiles.cuh): check those too.
       auto const no_sums = metric_request::from({metric::min, metric::max, metric::range, metric::count});
       auto const got_no_sums = reduce_hybrid(device, no_sums, nodata, thresholds(), nullptr).to_host(nullptr);
       EXPECT_TRUE(same_results(got_no_sums, reduce_cells_cpu(csr, no_sums, nodata), no_sums, csr.num_cells()))

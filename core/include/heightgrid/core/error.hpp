@@ -28,11 +28,24 @@ class error : public std::runtime_error {
   error_kind kind_;
 };
 
-/// Throws `error(kind, message)` unless `condition` holds. The condition must be free of side
-/// effects: it documents a precondition as much as it checks one.
-inline void expects(bool condition, error_kind kind, std::string const& message)
-{
-  if (!condition) { throw error(kind, message); }
-}
+namespace detail {
+
+/// "kernels/src/x.cu:12" from __FILE__ and __LINE__: the path from the project's top folder (the
+/// build's absolute prefix is noise).
+[[nodiscard]] std::string source_location(char const* file, int line);
+
+/// Throws error(kind, message): HG_EXPECTS's cold path, out of line.
+[[noreturn]] void throw_expects(error_kind kind, std::string const& message);
+
+}  // namespace detail
 
 }  // namespace heightgrid
+
+/// The one precondition check: throws heightgrid::error(kind, message) unless `condition` holds.
+/// The condition must be free of side effects (it documents a precondition as much as it checks
+/// one); the message is built only when it fails.
+///   HG_EXPECTS(repeat >= 1, error_kind::usage, "--repeat must be >= 1");
+#define HG_EXPECTS(condition, kind, message)                                                         \
+  do {                                                                                               \
+    if (!(condition)) { ::heightgrid::detail::throw_expects((kind), (message)); }                    \
+  } while (0)

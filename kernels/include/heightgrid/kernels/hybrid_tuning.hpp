@@ -1,8 +1,7 @@
 #pragma once
-// The run-time thresholds of reduce_mode::hybrid, for the threshold sweep (tests/kernels/
-// hybrid_sweep.cpp) and for the tests that put cells exactly at each threshold. Normal use does not
+// The run-time thresholds of reduce_mode::hybrid, for the threshold sweep (bench/hybrid_sweep.cpp) and for the tests that put cells exactly at each threshold. Normal use does not
 // need this header: reduce(..., reduce_mode::hybrid, ...) runs with default_hybrid_thresholds(),
-// the named constants of hybrid_policy (kernels/src/detail/reduce_hybrid.cuh).
+// plan_hybrid's defaults (kernels/src/detail/hybrid/hybrid_plan.cpp).
 // Host-clean.
 
 #include "heightgrid/core/metrics.hpp"
@@ -14,7 +13,7 @@
 namespace heightgrid {
 
 /// Where hybrid hands a cell from one lane to the whole warp, and from the warp to many warps.
-/// Every warp owns tiles of 32 consecutive cells, one per lane (see reduce_hybrid.cuh).
+/// Every warp owns tiles of 32 consecutive cells, one per lane (see kernels/src/detail/hybrid/).
 struct hybrid_thresholds {
   /// A cell of at most this many points is reduced by its own lane, sequentially.
   std::uint64_t lane_max_points{0};
@@ -65,8 +64,8 @@ inline constexpr std::uint32_t hybrid_max_cells_per_lane = 8;
 inline constexpr std::uint32_t hybrid_max_stage_points_per_lane = 64;
 
 /// The thresholds reduce(..., reduce_mode::hybrid, ...) uses for requests without sums:
-/// hybrid_policy's constants (requests with mean/stddev use their own, sums_lane_max_points and
-/// sums_warp_max_points).
+/// hybrid_default_thresholds_for() of such a request (hybrid_plan.hpp; requests with mean/stddev use
+/// their own, 128 / 1024).
 /// Throws error_kind::device in a build without CUDA.
 [[nodiscard]] hybrid_thresholds default_hybrid_thresholds();
 

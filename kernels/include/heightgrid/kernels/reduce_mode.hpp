@@ -5,6 +5,7 @@
 #include "heightgrid/core/cell_stats.hpp"
 #include "heightgrid/core/metrics.hpp"
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -23,17 +24,37 @@ enum class reduce_mode {
   atomic,  ///< no CSR: every point updates its cell with atomics (range, min, max, count only)
 };
 
+/// What the rest of the program knows of a mode: its CLI name, whether it reduces a CSR (what
+/// reduce(device_csr, ...) accepts; `atomic` updates cells from the points themselves and builds no
+/// CSR, so only grid_points_gpu runs it), and whether it can produce mean and stddev (`atomic` keeps
+/// only a min, a max and a count per cell).
+struct reduce_mode_row {
+  reduce_mode value;
+  std::string_view name;
+  bool reduces_csr;
+  bool supports_sums;
+};
+
+/// The one list of modes. Parsing, all_modes(), `compare --list-modes`, the scripts, the
+/// parameterised tests and the benchmarks all read it: a mode missing here exists nowhere.
+inline constexpr std::array<reduce_mode_row, 5> reduce_modes{{
+  {reduce_mode::thread, "thread", true, true},
+  {reduce_mode::warp, "warp", true, true},
+  {reduce_mode::cub, "cub", true, true},
+  {reduce_mode::hybrid, "hybrid", true, true},
+  {reduce_mode::atomic, "atomic", false, false},
+}};
+
 /// CLI name of a mode ("thread", "warp", "cub", "hybrid", "atomic").
 [[nodiscard]] std::string_view mode_name(reduce_mode mode) noexcept;
 [[nodiscard]] std::optional<reduce_mode> parse_mode(std::string_view name) noexcept;
-/// Every mode, in declaration order: tests and benchmarks iterate over this list.
+/// Every mode, in table order: tests and benchmarks iterate over this list.
 [[nodiscard]] std::vector<reduce_mode> all_modes();
 
-/// True for the modes that reduce a CSR, i.e. that reduce(device_csr, ...) accepts. `atomic` works
-/// on the points themselves and builds no CSR: only grid_points_gpu runs it.
+/// True for the modes that reduce a CSR (reduce_mode_row::reduces_csr).
 [[nodiscard]] bool mode_reduces_csr(reduce_mode mode) noexcept;
-/// True when `mode` can produce every band of `request`: `atomic` keeps only a min and a max per
-/// cell (and a count), so it cannot produce mean or stddev; every other mode produces everything.
+/// True when `mode` can produce every band of `request` (mean and stddev need
+/// reduce_mode_row::supports_sums).
 [[nodiscard]] bool mode_supports(reduce_mode mode, metric_request const& request) noexcept;
 
 /// The CLI name that asks for choose_mode() instead of naming a mode. Not a reduce_mode: it is
