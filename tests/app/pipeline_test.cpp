@@ -674,6 +674,37 @@ TEST(GridJob, GpuPercentilesEqualTheCpu)
   }
 }
 
+TEST(GridJob, GpuPercentilesOfACellOfTenMillionPointsEqualTheCpu)
+{
+  if (!gpu_available()) { GTEST_SKIP() << "no usable GPU: GPU percentiles are checked on the GPU machine"; }
+  job_case c;
+  c.clouds = {walk(20000, 0, 0, 30, 5), cloud{}};
+  std::mt19937_64 rng(11);
+  std::uniform_int_distribution<int> zi(-2000000, 2000000);
+  auto& big = c.clouds.back();
+  for (int i = 0; i < 10'000'000; ++i) {
+    big.x.push_back(12.25);
+    big.y.push_back(12.75);
+    big.z.push_back(zi(rng) * 0.001);
+  }
+  c.part = 262144;
+  c.integers = true;
+  auto const sources = sources_of(c);
+  grid_job_options o;
+  o.xres = o.yres = 1.0;
+  o.request = percentiles();
+  o.threads = 4;
+  o.device = device_choice::cpu;
+  memory_output cpu;
+  (void)run_grid_job(sources, o, cpu);
+  o.device = device_choice::gpu;
+  memory_output gpu;
+  auto const report = run_grid_job(sources, o, gpu);
+  EXPECT_EQ(report.route, "GPU");
+  EXPECT_GE(report.max_count, 10'000'000U);
+  expect_bands(gpu.bands, cpu.bands, o.request, 0);
+}
+
 TEST(GridJob, NoPointsIsAnInputError)
 {
   job_case c;
