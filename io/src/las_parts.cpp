@@ -175,11 +175,11 @@ bool transform_always_finite(scaled_coords const& t)
   return true;
 }
 
-decode_fn pick_decoder(int point_format, bool always_finite, detail::las_dimension const& dim)
+decode_fn pick_decoder(int point_format, bool always_finite, detail::las_dimension const& dim, bool as_int)
 {
   if (!dim.is_z) {
     bool const extended = layout::is_extended_format(point_format);
-    if (dim.fits_int32()) { return extended ? &decode_dimension<true, true> : &decode_dimension<false, true>; }
+    if (as_int) { return extended ? &decode_dimension<true, true> : &decode_dimension<false, true>; }
     return extended ? &decode_dimension<true, false> : &decode_dimension<false, false>;
   }
   if (layout::is_extended_format(point_format)) {
@@ -215,12 +215,15 @@ class las_parts_base : public part_source {
     }
     transform_ = header_transform_;
     if (!dimension_.is_z) {
-      // The dimension rides in the z slot with its own scale and offset (1 and 0 for intensity).
+      // The dimension rides in the z slot with its own scale and offset (1 and 0 for intensity),
+      // as int32 when every stored value fits and scales to a finite value (an extra byte's
+      // absurd scale would not), else as doubles, where a non-finite value is dropped as such.
       transform_.scale[2] = dimension_.scale;
       transform_.offset[2] = dimension_.offset;
-      double_values_ = !dimension_.fits_int32();
+      double_values_ = !dimension_.fits_int32() || !transform_always_finite(transform_);
     }
-    decode_ = pick_decoder(header_.point_format, transform_always_finite(header_transform_), dimension_);
+    decode_ = pick_decoder(header_.point_format, transform_always_finite(header_transform_), dimension_,
+                           !double_values_);
   }
 
   [[nodiscard]] source_info const& info() const override { return info_; }
