@@ -18,7 +18,10 @@ ifeq ($(origin CUDACXX),undefined)
   endif
 endif
 
-.PHONY: all deps configure build demo test sanitize-configure sanitize fuzz clean
+# `make install PREFIX=/opt/heightgrid`: the CLI, the Python module and the man page (cmake --install).
+PREFIX ?= /usr/local
+
+.PHONY: all deps configure build demo test install deb sanitize-configure sanitize fuzz clean
 
 all: build
 
@@ -38,6 +41,13 @@ test: build
 	cd $(BUILD) && ctest --output-on-failure -j$(JOBS)
 	$(MAKE) --no-print-directory sanitize
 	$(MAKE) --no-print-directory fuzz
+
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
+
+# A Debian package of the build tree (depends on Debian's runtime packages): $(BUILD)/heightgrid_*.deb
+deb: build
+	cd $(BUILD) && cpack -G DEB
 
 sanitize-configure: deps
 	cmake -S . -B $(ASAN_BUILD) $(ASAN_CMAKE_ARGS)

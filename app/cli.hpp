@@ -14,6 +14,7 @@
 
 #include <exception>
 #include <string>
+#include <vector>
 
 namespace heightgrid::app {
 
@@ -25,9 +26,16 @@ struct command_line {
   command_line(command_line const&) = delete;
   command_line& operator=(command_line const&) = delete;
 
+  /// Parses argv (argv[0] the program) after rewriting GDAL's single-dash spellings
+  /// (gdal_spelling_table) to their long forms. Throws CLI::ParseError as CLI::App::parse does.
+  void parse(int argc, char const* const* argv);
+
   CLI::App app;
   int verbosity{0};  ///< -v: 1, -vv: 2
   bool quiet{false};
+  /// --config KEY VALUE (repeatable; GDAL's spelling): GDAL configuration options, set before any
+  /// file is opened. Flattened pairs: key, value, key, value...
+  std::vector<std::string> gdal_config;
 
   grid_options grid;
   info_options info;
@@ -43,6 +51,22 @@ struct command_line {
   CLI::App* bench_reduce_cmd{nullptr};
   CLI::App* limits_cmd{nullptr};
 };
+
+/// GDAL's single-dash spellings of options that heightgrid spells with two dashes: CLI11 would read
+/// `-tr` as the short flags -t -r and `-of` as `-o f`. Each is rewritten to its long form before
+/// parsing, so both spellings mean exactly the same.
+struct gdal_spelling {
+  char const* gdal;  ///< "-tr"
+  char const* ours;  ///< "--tr"
+};
+[[nodiscard]] std::vector<gdal_spelling> const& gdal_spelling_table();
+
+/// argv[1..] with every argument equal to a GDAL spelling replaced by its long form (up to a "--",
+/// after which arguments are positional and kept as they are).
+[[nodiscard]] std::vector<std::string> long_spellings(int argc, char const* const* argv);
+
+/// Sets each --config KEY VALUE pair as a GDAL configuration option (CPLSetConfigOption).
+void apply_gdal_config(std::vector<std::string> const& pairs);
 
 /// argv joined by spaces, as command_line's `invocation`.
 [[nodiscard]] std::string join_arguments(int argc, char const* const* argv);

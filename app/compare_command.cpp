@@ -395,7 +395,7 @@ int run_compare(compare_options const& o)
   }
   HG_EXPECTS(!loaded.points.empty() || fixed_grid.has_value(), error_kind::input,
           (paths.empty() ? std::string("input") : paths.front()) + ": no points left to compare on");
-  grid_spec const grid = fixed_grid ? *fixed_grid : grid_from_bounds(loaded.read.extent, xres, yres);
+  grid_spec const grid = fixed_grid ? *fixed_grid : grid_from_bounds(loaded.read.extent, xres, yres, false, cell_edge_rule(o.geometry));
   std::uint64_t const points_kept = loaded.points.size();
 
   // --- the CSR, once

@@ -10,13 +10,16 @@
 #include "heightgrid/core/quote.hpp"
 #include "heightgrid/io/crs.hpp"
 #include "heightgrid/io/geotiff_writer.hpp"
+#include "heightgrid/io/preview.hpp"
 #include "heightgrid/kernels/gpu_binner.hpp"
 #include "heightgrid/kernels/reduce_mode.hpp"
 
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <sstream>
 
@@ -97,13 +100,14 @@ class geotiff_output final : public grid_output {
   void commit(std::uint64_t) override
   {
     auto const t = std::chrono::steady_clock::now();
-    auto const written = writer_->commit();
+    written = writer_->commit();
     write_seconds += seconds_since(t);
     writer_.reset();
     for (auto const& note : written.notes) { spdlog::warn("{}", note); }
   }
 
   double write_seconds{0.0};  ///< time in the writer (GDAL's compression overlaps finalizing)
+  io::write_report written;   ///< what commit() wrote
 
  private:
   static double seconds_since(std::chrono::steady_clock::time_point t)
@@ -180,9 +184,17 @@ CLI::App* add_grid_command(CLI::App& app, grid_options& o)
   add_prange_option(*cmd, o.prange);
   cmd->add_option("--nodata", o.nodata, "Value of empty cells in float bands ('nan' or a number)")->default_val("nan");
   cmd->add_option("--a_srs", o.a_srs, "Assign this CRS to the output (EPSG:code, WKT, PROJ string)");
-  cmd->add_option("--of", o.output_format, "Output format: GTiff or COG")->default_val("GTiff");
+  cmd->add_option("--of", o.output_format,
+                  "Output format: GTiff or COG (default: from -o's extension, as GDAL's tools; .tif is GTiff)");
+  cmd->add_option("--ot", o.output_type,
+                  "Output data type: Float32 (default; Float64 when a count exceeds 2^24), Float64, or UInt32 for "
+                  "count alone (its default)");
   cmd->add_option("--co", o.creation_options, "GDAL creation option KEY=VALUE (repeatable)");
   cmd->add_flag("--overwrite", o.overwrite, "Replace an existing output file");
+  cmd->add_option("--preview", o.preview,
+                  "Also render the first band to this PNG: a colour ramp, a legend with its range, nodata cells grey");
+  cmd->add_flag("--json", o.json,
+                "Print what was written as JSON on stdout: path(s), size, geotransform, CRS, bands, counts, timings");
   add_run_options(*cmd, o.run);
   cmd->add_option("--mode", o.mode,
                   "How the GPU folds each batch into the grid: atomic (per-point atomics; range, min, max, count), "
@@ -223,8 +235,15 @@ int run_grid(grid_options const& o)
   auto const [metrics, request] = parse_metrics(o.metrics, o.prange);
   float const nodata = parse_nodata(o.nodata);
   auto const filter = make_filter(o.in);
-  HG_EXPECTS(o.output_format == "GTiff" || o.output_format == "COG", error_kind::usage,
-          "--of: '" + o.output_format + "' is not supported (use GTiff or COG)");
+  std::optional<io::raster_data_type> output_type;
+  if (!o.output_type.empty()) {
+    output_type = io::parse_raster_data_type(o.output_type);
+    HG_EXPECTS(*output_type != io::raster_data_type::uint32 || (metrics.size() == 1 && metrics.front() == metric::count),
+            error_kind::usage, "--ot UInt32 holds the count band alone; --metrics asks for '" + o.metrics + "'");
+  }
+  // Until the output's extension is read (after the checks that name the output itself, such as
+  // an output that is an input); a tiled output's -o is a directory and its tiles are .tif.
+  std::string const format = o.output_format.empty() ? std::string("GTiff") : o.output_format;
   for (auto const& co : o.creation_options) {
     HG_EXPECTS(co.find('=') != std::string::npos && co.front() != '=', error_kind::usage,
             "--co: '" + co + "' is not KEY=VALUE");
@@ -235,6 +254,7 @@ int run_grid(grid_options const& o)
   job.xres = xres;
   job.yres = yres;
   job.fixed_grid = fixed;
+  job.edge = cell_edge_rule(o.geometry);
   job.request = request;
   job.nodata = nodata;
   job.filter = filter;
@@ -257,19 +277,22 @@ int run_grid(grid_options const& o)
   // --- the output can be written, before any input is read
   auto const paths = input_paths(o.in);
   io::raster_write_options wopt;
-  wopt.format = o.output_format;
+  wopt.format = format;
+  wopt.data_type = output_type;
   wopt.creation_options = o.creation_options;
   wopt.overwrite = o.overwrite;
   wopt.nodata = nodata;
   wopt.input_paths = paths;
   wopt.prange_lo = request.prange_lo;
   wopt.prange_hi = request.prange_hi;
+  if (!o.preview.empty()) { io::check_preview_path(o.preview, o.overwrite); }
   if (tiled_output_requested(o)) {
     wopt.crs_wkt = assigned_crs;
     return run_grid_tiled(o, job, metrics, wopt, paths);
   }
   HG_EXPECTS(!o.resume && !o.skip_bad, error_kind::usage, "--resume and --skip-bad apply to tiled output (--tile-size)");
   io::check_output_path(o.output, wopt);
+  wopt.format = io::output_format_for(o.output, o.output_format);
   if (!o.gpus.empty()) {
     auto const gpus = parse_gpus(o.gpus);
     if (gpus.size() > 1) {
@@ -314,6 +337,9 @@ int run_grid(grid_options const& o)
   }
   wopt.crs_wkt = assigned_crs.empty() ? first_crs : assigned_crs;
   if (wopt.crs_wkt.empty()) { spdlog::warn("the input has no CRS and none was given with --a_srs; the output will have none"); }
+  if (auto const why = io::cell_size_warning(wopt.crs_wkt, xres, yres); !why.empty()) {
+    spdlog::warn("implausible cell size: {}", why);
+  }
 
   // --- read, bin, write
   geotiff_output output(o.output, metrics, wopt);
@@ -340,6 +366,43 @@ int run_grid(grid_options const& o)
                human_seconds(output.write_seconds + r.finalize_s), human_seconds(total_s),
                static_cast<double>(r.read.filtered.points_in) / std::max(total_s, 1e-9) / 1e6, o.output);
   if (spdlog::should_log(spdlog::level::debug)) { report_stages(r, input_bytes, output.write_seconds, total_s); }
+  if (!o.preview.empty()) {
+    io::write_preview(o.output, o.preview, o.overwrite);
+    spdlog::info("preview of band 1 ({}): {}", metric_name(metrics.front()), o.preview);
+  }
+  if (o.json) {
+    nlohmann::ordered_json bands = nlohmann::ordered_json::array();
+    for (auto const m : metrics) { bands.push_back({{"name", metric_name(m)}, {"description", metric_description(m)}}); }
+    auto const f = r.read.filtered;
+    nlohmann::ordered_json const doc{
+      {"outputs",
+       {{{"path", o.output},
+         {"format", wopt.format},
+         {"data_type", io::raster_data_type_name(output.written.data_type)},
+         {"size", {r.grid.cols, r.grid.rows}},
+         {"geotransform", r.grid.geotransform()},
+         {"crs", wopt.crs_wkt.empty() ? nlohmann::ordered_json(nullptr)
+                                      : nlohmann::ordered_json{{"name", io::crs_name(wopt.crs_wkt)}, {"wkt", wopt.crs_wkt}}},
+         {"nodata", output.written.data_type == io::raster_data_type::uint32 ? nlohmann::ordered_json(0)
+                    : std::isnan(nodata)                                  ? nlohmann::ordered_json("nan")
+                                                                          : nlohmann::ordered_json(nodata)},
+         {"bands", bands}}}},
+      {"preview", o.preview.empty() ? nlohmann::ordered_json(nullptr) : nlohmann::ordered_json(o.preview)},
+      {"inputs", paths},
+      {"points",
+       {{"read", f.points_in},
+        {"filtered", f.removed()},
+        {"outside", r.outside},
+        {"binned", f.points_in - f.removed() - r.outside}}},
+      {"cells", {{"total", r.grid.num_cells()}, {"non_empty", r.non_empty}}},
+      {"route", r.route},
+      {"threads", r.threads},
+      {"passes", r.passes},
+      {"seconds",
+       {{"read_bin", r.bin_pass_s + r.bounds_s}, {"finalize_write", output.write_seconds + r.finalize_s}, {"total", total_s}}},
+      {"warnings", r.warnings}};
+    std::printf("%s\n", doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
+  }
   return 0;
 }
 

@@ -22,9 +22,12 @@ struct grid_options {
   std::string prange{"5,95"};
   std::string nodata{"nan"};
   std::string a_srs;
-  std::string output_format{"GTiff"};
+  std::string output_format;  ///< --of; empty: from the output's extension (GTiff by default)
+  std::string output_type;    ///< --ot; empty: Float32 (Float64 for counts above 2^24, UInt32 for count alone)
   std::vector<std::string> creation_options;
   bool overwrite{false};
+  bool json{false};     ///< --json: what was written, as one JSON document on stdout
+  std::string preview;  ///< --preview FILE.png: band 1 rendered for a quick look
   std::string mode{"auto"};
   // Tiled output (-o names a directory)
   std::string tile_size;              ///< --tile-size CELLS or COLSxROWS

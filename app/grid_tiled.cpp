@@ -12,8 +12,10 @@
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/core/quote.hpp"
 #include "heightgrid/io/crs.hpp"
+#include "heightgrid/io/preview.hpp"
 #include "heightgrid/kernels/gpu.hpp"
 
+#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
 #include <omp.h>
@@ -21,6 +23,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
@@ -297,7 +300,7 @@ tiled_setup open_catalogue(grid_options const& o, grid_job_options const& job, s
 
 /// Says what the job did (the summary line, warnings, skipped inputs) and returns the exit code.
 int report_tiled(tiled_job_report r, std::vector<skipped_input> const& unopened,
-                 std::chrono::steady_clock::time_point start)
+                 std::chrono::steady_clock::time_point start, grid_options const& o)
 {
   for (auto const& s : unopened) { r.skipped.insert(r.skipped.begin(), s); }
   for (auto const& w : r.warnings) { spdlog::warn("{}", printable(w)); }
@@ -318,6 +321,24 @@ int report_tiled(tiled_job_report r, std::vector<skipped_input> const& unopened,
                r.layout.grid.rows, r.tiles_written, r.tiles_empty, r.tiles_resumed, r.tiles_redone, with_commas(r.records),
                with_commas(r.binned), with_commas(r.non_empty), workers.str(), human_seconds(total_s),
                static_cast<double>(r.records) / std::max(total_s, 1e-9) / 1e6, r.vrt);
+  if (!o.preview.empty() && !r.vrt.empty()) { io::write_preview(r.vrt, o.preview, o.overwrite); }
+  if (o.json) {
+    // --json: what was written (the VRT over the tiles, and the tiles' layout), as grid does.
+    nlohmann::ordered_json skipped = nlohmann::ordered_json::array();
+    for (auto const& s : r.skipped) { skipped.push_back({{"path", s.path}, {"reason", printable(s.reason)}}); }
+    nlohmann::ordered_json const doc{
+      {"outputs", {{{"path", r.vrt}, {"format", "VRT"}, {"size", {r.layout.grid.cols, r.layout.grid.rows}},
+                    {"geotransform", r.layout.grid.geotransform()}}}},
+      {"tiles", {{"size", {r.layout.tile_cols, r.layout.tile_rows}}, {"count", {r.layout.tiles_x(), r.layout.tiles_y()}},
+                 {"written", r.tiles_written}, {"empty", r.tiles_empty}, {"resumed", r.tiles_resumed},
+                 {"redone", r.tiles_redone}}},
+      {"points", {{"read", r.records}, {"binned", r.binned}}},
+      {"cells", {{"total", r.layout.grid.num_cells()}, {"non_empty", r.non_empty}}},
+      {"skipped", skipped},
+      {"seconds", {{"total", total_s}}},
+      {"warnings", r.warnings}};
+    std::printf("%s\n", doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
+  }
   if (!r.skipped.empty()) {
     for (auto const& s : r.skipped) { spdlog::warn("skipped {}: {}", s.path, printable(s.reason)); }
     spdlog::warn("{} input{} skipped (--skip-bad); exit code {}", r.skipped.size(), r.skipped.size() == 1 ? "" : "s",
@@ -396,7 +417,7 @@ int run_grid_tiled(grid_options const& o, grid_job_options const& job, std::vect
   auto const start = std::chrono::steady_clock::now();
   auto const here = [&] {
     auto s = open_catalogue(o, job, bands, write, paths, tiled_role::alone);
-    return report_tiled(run_tiled_job(s.catalogue, s.open, s.t), s.unopened, start);
+    return report_tiled(run_tiled_job(s.catalogue, s.open, s.t), s.unopened, start, o);
   };
   int const launched = launched_ranks();
   if (launched == 1) { return here(); }
@@ -410,7 +431,7 @@ int run_grid_tiled(grid_options const& o, grid_job_options const& job, std::vect
   try {
     auto s = open_catalogue(o, job, bands, write, paths, tiled_role::coordinator);
     s.t.remote = &ranks;
-    code = report_tiled(run_tiled_job(s.catalogue, s.open, s.t), s.unopened, start);
+    code = report_tiled(run_tiled_job(s.catalogue, s.open, s.t), s.unopened, start, o);
   } catch (...) {
     code = report_failure(std::current_exception());
   }

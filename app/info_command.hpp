@@ -12,6 +12,7 @@ struct info_options {
   double res{0.0};  ///< resolution for the points-per-cell distribution (default: suggested)
   int threads{0};
   bool headers_only{false};  ///< the catalogue summary from the headers, no point read
+  bool json{false};          ///< --json: one JSON document on stdout instead of the text
 };
 
 CLI::App* add_info_command(CLI::App& app, info_options& o);

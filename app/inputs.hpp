@@ -22,6 +22,7 @@ struct input_options {
   int band{1};
   std::string layer;
   std::string z_field;
+  std::string dimension;  ///< --dimension: what is gridded instead of Z (LAS attribute, vector field)
   std::size_t chunk_points{default_chunk_points};
 };
 

@@ -90,7 +90,7 @@ int run(int argc, char** argv)
   using namespace heightgrid;
   app::command_line cli(app::join_arguments(argc, argv));
   try {
-    cli.app.parse(argc, argv);
+    cli.parse(argc, argv);
   } catch (CLI::ParseError const& e) {
     // --help and --version are "errors" of code 0 that CLI11 prints itself; every other parse
     // error is bad usage: exit 2 with the same prefix as every other error (README "Conventions").
@@ -109,6 +109,7 @@ int run(int argc, char** argv)
   });
 
   try {
+    app::apply_gdal_config(cli.gdal_config);
     if (cli.grid_cmd->parsed()) { return app::run_grid(cli.grid); }
     if (cli.info_cmd->parsed()) { return app::run_info(cli.info); }
     if (cli.synth_cmd->parsed()) { return app::run_synth(cli.synth); }

@@ -33,6 +33,10 @@ void add_input_options(CLI::App& cmd, input_selection& o)
   cmd.add_option("--band", o.reader.band, "Raster band to read from a DEM input")->default_val(1);
   cmd.add_option("--layer", o.reader.layer, "Vector layer (name or index) to read; default: the first");
   cmd.add_option("--z-field", o.reader.z_field, "Vector attribute holding z (default: the geometry's Z)");
+  cmd.add_option("--dimension", o.reader.dimension,
+                 "Attribute to grid instead of Z, as PDAL's writers.gdal dimension: Intensity, GpsTime, ReturnNumber, "
+                 "NumberOfReturns, Classification, ScanAngleRank, UserData, PointSourceId, Red, Green, Blue, Infrared, "
+                 "or a LAS extra byte by name; a vector layer's attribute by name (as --z-field)");
   cmd.add_option("--chunk-points", o.reader.chunk_points,
                  "Points per part: the unit of parallel reading and of one batch to the CPU or GPU")
     ->default_val(default_part_points);
@@ -91,6 +95,20 @@ void add_geometry_options(CLI::App& cmd, grid_geometry& g)
   auto* tr = cmd.add_option("--tr", g.tr, "Cell size XRES YRES (as gdalwarp -tr)")->expected(2);
   res->excludes(tr);
   cmd.add_option("--te", g.te, "Output extent XMIN YMIN XMAX YMAX; points outside are dropped")->expected(4);
+  cmd.add_flag("--tap", g.tap,
+               "Target-aligned pixels (as gdalwarp -tap): --te's edges move outwards to multiples of the cell size; "
+               "an extent taken from the points is always aligned");
+  cmd.add_option("--edge-rule", g.edge_rule,
+                 "Cell of a point exactly on a horizontal cell edge: gdal (the cell below; rows counted from the top, "
+                 "as GDAL) or pdal (the cell above, as PDAL's writers.gdal, which counts rows from the bottom)")
+    ->default_val("gdal");
+}
+
+edge_rule cell_edge_rule(grid_geometry const& g)
+{
+  if (g.edge_rule == "gdal") { return edge_rule::gdal; }
+  HG_EXPECTS(g.edge_rule == "pdal", error_kind::usage, "--edge-rule: '" + g.edge_rule + "' is not gdal or pdal");
+  return edge_rule::pdal;
 }
 
 std::pair<double, double> cell_size(grid_geometry const& g)
@@ -108,7 +126,12 @@ std::optional<grid_spec> fixed_grid(grid_geometry const& g)
 {
   if (g.te.empty()) { return std::nullopt; }
   auto const [xres, yres] = cell_size(g);
-  return grid_from_extent(g.te[0], g.te[1], g.te[2], g.te[3], xres, yres);
+  auto const edge = cell_edge_rule(g);
+  if (!g.tap) { return grid_from_extent(g.te[0], g.te[1], g.te[2], g.te[3], xres, yres, false, edge); }
+  // gdalwarp -tap: floor the minimum and ceil the maximum to whole cells, so the span is a whole
+  // number of cells and grid_from_extent's rounding changes nothing.
+  return grid_from_extent(std::floor(g.te[0] / xres) * xres, std::floor(g.te[1] / yres) * yres,
+                          std::ceil(g.te[2] / xres) * xres, std::ceil(g.te[3] / yres) * yres, xres, yres, false, edge);
 }
 
 void add_metrics_option(CLI::App& cmd, std::string& metrics, std::string const& what)

@@ -39,18 +39,23 @@ void add_input_options(CLI::App& cmd, input_selection& o);
 /// The filter stage from the parsed options; throws error_kind::usage on bad values.
 [[nodiscard]] filter_options make_filter(input_selection const& o);
 
-/// The grid: --res or --tr, and --te.
+/// The grid: --res or --tr, and --te (with --tap, snapped outwards to the cell size).
 struct grid_geometry {
   std::vector<double> res;
   std::vector<double> tr;
   std::vector<double> te;
+  bool tap{false};
+  std::string edge_rule{"gdal"};  ///< --edge-rule gdal|pdal
 };
 
-/// Adds --res, --tr (exclusive) and --te.
+/// Adds --res, --tr (exclusive), --te, --tap and --edge-rule.
 void add_geometry_options(CLI::App& cmd, grid_geometry& g);
 /// The cell size from --res R or --tr XRES YRES (one must be given), finite and > 0.
 [[nodiscard]] std::pair<double, double> cell_size(grid_geometry const& g);
-/// The grid --te fixes, if given.
+/// --edge-rule's value; throws error_kind::usage naming a bad one.
+[[nodiscard]] edge_rule cell_edge_rule(grid_geometry const& g);
+/// The grid --te fixes, if given (with --edge-rule's rule). With --tap its edges move outwards to multiples of the cell
+/// size, as gdalwarp -tap does.
 [[nodiscard]] std::optional<grid_spec> fixed_grid(grid_geometry const& g);
 
 /// Adds --metrics (default "range") with the list of metrics in its help.

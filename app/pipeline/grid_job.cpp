@@ -181,6 +181,7 @@ class grid_job {
   {
     if (o_.fixed_grid) {
       grid_ = *o_.fixed_grid;
+      grid_.edge = o_.edge;
       speculative_ = false;
       return;
     }
@@ -203,19 +204,19 @@ class grid_job {
       return;
     }
     try {
-      grid_ = grid_from_bounds(guess, o_.xres, o_.yres);
+      grid_ = grid_from_bounds(guess, o_.xres, o_.yres, false, o_.edge);
     } catch (error const& e) {
       if (!speculative_) { throw; }
       // Absurd header bounds (a grid past the limits): read the bounds of the points instead.
       report_.warnings.push_back("the bounds the input headers declare make no usable grid (" + std::string(e.what()) +
                                  "); reading the points' bounds first");
-      grid_ = grid_from_bounds(bounds_pass(all_), o_.xres, o_.yres);
+      grid_ = grid_from_bounds(bounds_pass(all_), o_.xres, o_.yres, false, o_.edge);
       speculative_ = false;
       return;
     }
     if (speculative_ && bands_for(grid_) > 1) {
       // A guess that needs several bands would cost a pass per band if wrong: know the bounds first.
-      grid_ = grid_from_bounds(bounds_pass(all_), o_.xres, o_.yres);
+      grid_ = grid_from_bounds(bounds_pass(all_), o_.xres, o_.yres, false, o_.edge);
       speculative_ = false;
     }
   }
@@ -350,7 +351,7 @@ class grid_job {
           }
         }
         if (speculative_) {
-          grid_spec const actual = grid_from_bounds(kept, o_.xres, o_.yres);
+          grid_spec const actual = grid_from_bounds(kept, o_.xres, o_.yres, false, o_.edge);
           bool const fits = pass_outside_ == 0 && same_origin(actual, grid_) && actual.cols <= grid_.cols &&
                             actual.rows <= grid_.rows;
           note_lying_headers();

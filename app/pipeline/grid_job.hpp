@@ -55,7 +55,8 @@ struct auto_device_policy {
 struct grid_job_options {
   double xres{1.0};
   double yres{1.0};
-  std::optional<grid_spec> fixed_grid;  ///< --te
+  std::optional<grid_spec> fixed_grid;  ///< --te (its edge rule is replaced by `edge`)
+  edge_rule edge{edge_rule::gdal};      ///< --edge-rule: the cell of a point on a horizontal edge
   metric_request request;               ///< the output bands
   float nodata{default_nodata};
   filter_options filter;

@@ -64,14 +64,20 @@ class sequential_part_source final : public part_source {
 std::unique_ptr<part_source> open_part_source(std::string const& path, input_options const& options)
 {
   std::size_t const part = options.chunk_points;
-  switch (resolve_input_format(path, options.format)) {
-    case input_format::las: return io::open_las_parts(path, part);
-    case input_format::text:
-    case input_format::raster:
-    case input_format::vector:
-    case input_format::automatic: break;
+  auto const format = resolve_input_format(path, options.format);
+  if (format == input_format::las) { return io::open_las_parts(path, part, options.dimension); }
+  input_options o = options;
+  bool const is_z = options.dimension.empty() || options.dimension == "Z" || options.dimension == "z";
+  if (format == input_format::vector && !is_z) {
+    // A vector layer's attributes are its dimensions: --dimension NAME is --z-field NAME.
+    HG_EXPECTS(o.z_field.empty() || o.z_field == o.dimension, error_kind::usage,
+            "--dimension " + o.dimension + " and --z-field " + o.z_field + " name different attributes");
+    o.z_field = o.dimension;
   }
-  return sequential_parts([path, options] { return open_input(path, options); }, part);
+  HG_EXPECTS(is_z || format == input_format::vector, error_kind::input,
+          path + ": " + (format == input_format::text ? "XYZ/CSV text" : "a raster DEM") + " has no dimension '" +
+            options.dimension + "' (only X, Y and Z); --dimension needs LAS/LAZ or a vector layer's attribute");
+  return sequential_parts([path, o] { return open_input(path, o); }, part);
 }
 
 input_options reader_options(input_selection const& in)

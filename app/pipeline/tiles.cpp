@@ -91,8 +91,8 @@ bool beyond_grid(grid_spec const& g, bounds const& b)
 {
   double const c_lo = std::floor((b.xmin - g.x0) / g.xres);
   double const c_hi = std::floor((b.xmax - g.x0) / g.xres);
-  double const r_lo = std::floor((g.y0 - b.ymax) / g.yres);
-  double const r_hi = std::floor((g.y0 - b.ymin) / g.yres);
+  double const r_lo = grid_spec::row_below((g.y0 - b.ymax) / g.yres, g.edge);
+  double const r_hi = grid_spec::row_below((g.y0 - b.ymin) / g.yres, g.edge);
   return c_lo < 0.0 || r_lo < 0.0 || c_hi >= static_cast<double>(g.cols) || r_hi >= static_cast<double>(g.rows);
 }
 
@@ -453,7 +453,7 @@ grid_spec plan_tiled_grid(std::vector<catalogue_entry> const& catalogue, tile_so
   }
   HG_EXPECTS(!all.empty(), error_kind::input,
           (catalogue.empty() ? std::string("input") : catalogue.front().path) + ": no points to grid");
-  return grid_from_bounds(all, o.job.xres, o.job.yres, true);
+  return grid_from_bounds(all, o.job.xres, o.job.yres, true, o.job.edge);
 }
 
 namespace {

@@ -112,6 +112,7 @@ void put_grid(byte_writer& w, grid_spec const& g)
   w.put(g.rows);
   w.put(g.col0);
   w.put(g.row0);
+  w.put(static_cast<std::uint8_t>(g.edge));
 }
 
 grid_spec get_grid(byte_reader& r)
@@ -125,6 +126,7 @@ grid_spec get_grid(byte_reader& r)
   g.rows = r.get<std::uint32_t>();
   g.col0 = r.get<std::uint32_t>();
   g.row0 = r.get<std::uint32_t>();
+  g.edge = r.get<std::uint8_t>() == 0 ? edge_rule::gdal : edge_rule::pdal;
   return g;
 }
 

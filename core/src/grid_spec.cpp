@@ -54,7 +54,7 @@ void check_cells(grid_spec const& g)
 
 }  // namespace
 
-grid_spec grid_from_bounds(bounds const& b, double xres, double yres, bool tiled)
+grid_spec grid_from_bounds(bounds const& b, double xres, double yres, bool tiled, edge_rule edge)
 {
   check_resolution(xres, yres);
   HG_EXPECTS(!b.empty(), error_kind::input, "no points to grid: the input is empty after filtering");
@@ -65,6 +65,7 @@ grid_spec grid_from_bounds(bounds const& b, double xres, double yres, bool tiled
   grid_spec g;
   g.xres = xres;
   g.yres = yres;
+  g.edge = edge;
   g.x0 = std::floor(b.xmin / xres) * xres;
   g.y0 = std::ceil(b.ymax / yres) * yres;
   // A cell smaller than the spacing of doubles near the coordinates cannot be snapped (stepping
@@ -75,10 +76,10 @@ grid_spec grid_from_bounds(bounds const& b, double xres, double yres, bool tiled
   // step the origin outwards until the extreme points map to column 0 / row 0 under the cell rule
   // (a step or two; check_precision made sure that each step moves the origin).
   while (std::floor((b.xmin - g.x0) / xres) < 0.0) { g.x0 -= xres; }
-  while (std::floor((g.y0 - b.ymax) / yres) < 0.0) { g.y0 += yres; }
+  while (grid_spec::row_below((g.y0 - b.ymax) / yres, edge) < 0.0) { g.y0 += yres; }
 
   double const cols = std::floor((b.xmax - g.x0) / xres) + 1.0;
-  double const rows = std::floor((g.y0 - b.ymin) / yres) + 1.0;
+  double const rows = grid_spec::row_below((g.y0 - b.ymin) / yres, edge) + 1.0;
   g.cols = checked_size(cols, "columns", b.xmax - g.x0, xres);
   g.rows = checked_size(rows, "rows", g.y0 - b.ymin, yres);
   if (!tiled) { check_cells(g); }
@@ -86,7 +87,7 @@ grid_spec grid_from_bounds(bounds const& b, double xres, double yres, bool tiled
 }
 
 grid_spec grid_from_extent(double xmin, double ymin, double xmax, double ymax, double xres, double yres,
-                           bool tiled)
+                           bool tiled, edge_rule edge)
 {
   check_resolution(xres, yres);
   std::ostringstream msg;
@@ -98,6 +99,7 @@ grid_spec grid_from_extent(double xmin, double ymin, double xmax, double ymax, d
   grid_spec g;
   g.x0 = xmin;
   g.y0 = ymax;
+  g.edge = edge;
   g.xres = xres;
   g.yres = yres;
   g.cols = checked_size(std::max(1.0, std::floor((xmax - xmin) / xres + 0.5)), "columns", xmax - xmin, xres);
@@ -124,8 +126,8 @@ bool tiling::tiles_meeting(bounds const& b, std::uint32_t margin, std::uint32_t&
   double const m = static_cast<double>(margin);
   double const c_lo = std::floor((b.xmin - grid.x0) / grid.xres) - m;
   double const c_hi = std::floor((b.xmax - grid.x0) / grid.xres) + m;
-  double const r_lo = std::floor((grid.y0 - b.ymax) / grid.yres) - m;
-  double const r_hi = std::floor((grid.y0 - b.ymin) / grid.yres) + m;
+  double const r_lo = grid_spec::row_below((grid.y0 - b.ymax) / grid.yres, grid.edge) - m;
+  double const r_hi = grid_spec::row_below((grid.y0 - b.ymin) / grid.yres, grid.edge) + m;
   double const cols = static_cast<double>(grid.cols);
   double const rows = static_cast<double>(grid.rows);
   if (!(c_hi >= 0.0 && c_lo < cols && r_hi >= 0.0 && r_lo < rows)) { return false; }

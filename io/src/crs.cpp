@@ -5,9 +5,13 @@
 
 #include "gdal_internal.hpp"
 
+#include <cpl_string.h>
 #include <ogr_spatialref.h>
 
+#include <algorithm>
+#include <cmath>
 #include <optional>
+#include <sstream>
 
 namespace heightgrid::io {
 namespace {
@@ -58,8 +62,46 @@ bool same_crs(std::string const& a, std::string const& b)
   auto const sa = parse_wkt(a);
   auto const sb = parse_wkt(b);
   if (!sa || !sb) { return a == b; }
-  char const* const criteria[] = {"CRITERION=EQUIVALENT_EXCEPT_AXIS_ORDER_GEOGCRS", nullptr};
-  return sa->IsSame(&*sb, criteria) != 0;
+  char const* const criteria[] = {"CRITERION=EQUIVALENT_EXCEPT_AXIS_ORDER_GEOGCRS",
+                                  "IGNORE_DATA_AXIS_TO_SRS_AXIS_MAPPING=YES", nullptr};
+  if (sa->IsSame(&*sb, criteria) != 0) { return true; }
+  // The same code of the same authority names one CRS, however the two files spelled its WKT
+  // (EPSG renamed "RGF93" to "RGF93 v1"; a WKT1 may carry TOWGS84 or ESRI datum names).
+  char const* const auth_a = sa->GetAuthorityName(nullptr);
+  char const* const auth_b = sb->GetAuthorityName(nullptr);
+  char const* const code_a = sa->GetAuthorityCode(nullptr);
+  char const* const code_b = sb->GetAuthorityCode(nullptr);
+  return auth_a != nullptr && auth_b != nullptr && code_a != nullptr && code_b != nullptr &&
+         EQUAL(auth_a, auth_b) && std::string(code_a) == code_b;
+}
+
+std::string cell_size_warning(std::string const& wkt, double xres, double yres)
+{
+  if (wkt.empty()) { return {}; }
+  auto const srs = parse_wkt(wkt);
+  if (!srs) { return {}; }
+  double const cell = std::max(xres, yres);
+  std::ostringstream s;
+  s << "cells of " << cell;
+  if (srs->IsGeographic() != 0) {
+    char const* unit = nullptr;
+    double const radians = srs->GetAngularUnits(&unit);
+    double const degrees = cell * radians * 180.0 / 3.14159265358979323846;
+    if (degrees <= 1.0) { return {}; }
+    s << " " << (unit != nullptr ? unit : "degree") << " in " << crs_name(wkt)
+      << ", a geographic CRS whose units are " << (unit != nullptr ? unit : "degree") << "s: about "
+      << std::lround(degrees * 111.32) << " km at the equator. Give the cell size in degrees (1 m is about 9e-6 "
+      << "degree), or grid points in a projected CRS";
+    return s.str();
+  }
+  if (srs->IsProjected() == 0) { return {}; }
+  char const* unit = nullptr;
+  double const metres = cell * srs->GetLinearUnits(&unit);
+  if (metres >= 1e-3 && metres <= 1e5) { return {}; }
+  s << " " << (unit != nullptr ? unit : "unit") << " in " << crs_name(wkt) << ", whose units are "
+    << (unit != nullptr ? unit : "unknown") << ": " << metres << " m per cell"
+    << (metres < 1e-3 ? " (a cell size in degrees given for a projected CRS?)" : "");
+  return s.str();
 }
 
 }  // namespace heightgrid::io

@@ -131,17 +131,24 @@ bool has_count(std::vector<metric> const& bands) noexcept
   return std::find(bands.begin(), bands.end(), metric::count) != bands.end();
 }
 
-raster_data_type choose_data_type(std::vector<metric> const& bands, std::uint64_t max_count) noexcept
+raster_data_type choose_data_type(std::vector<metric> const& bands, std::uint64_t max_count,
+                                  std::optional<raster_data_type> forced) noexcept
 {
+  if (forced) { return *forced; }
   if (bands.size() == 1 && bands.front() == metric::count) { return raster_data_type::uint32; }
   if (has_count(bands) && max_count > max_exact_float32_count) { return raster_data_type::float64; }
   return raster_data_type::float32;
 }
 
-std::vector<std::string> data_type_notes(raster_data_type type, float nodata)
+std::vector<std::string> data_type_notes(raster_data_type type, float nodata, std::vector<metric> const& bands,
+                                         std::uint64_t max_count, bool forced)
 {
   std::vector<std::string> notes;
-  if (type == raster_data_type::float64) {
+  if (forced && type == raster_data_type::float32 && has_count(bands) && max_count > max_exact_float32_count) {
+    notes.push_back("--ot Float32: a cell has more than 2^24 points, so some counts are rounded (Float64 keeps them "
+                    "exact)");
+  }
+  if (type == raster_data_type::float64 && !forced) {
     notes.push_back("a cell has more than 2^24 points, which Float32 cannot count exactly: "
                     "all bands are written as Float64");
   }
@@ -341,6 +348,54 @@ std::string_view raster_data_type_name(raster_data_type type) noexcept
   return "?";
 }
 
+raster_data_type parse_raster_data_type(std::string const& name)
+{
+  for (auto const type : {raster_data_type::float32, raster_data_type::float64, raster_data_type::uint32}) {
+    if (equals_ignoring_case(name, std::string(raster_data_type_name(type)))) { return type; }
+  }
+  throw error(error_kind::usage, "--ot: '" + name + "' is not an output type heightgrid writes (Float32, Float64, or "
+                                 "UInt32 for a count band alone)");
+}
+
+std::string output_format_for(std::string const& path, std::string const& requested)
+{
+  std::string ext = fs::path(path).extension().string();
+  if (!ext.empty()) { ext.erase(0, 1); }
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  if (!requested.empty()) { (void)parse_format(requested); }  // GTiff or COG, else a usage error
+  if (ext.empty()) { return requested.empty() ? std::string("GTiff") : requested; }
+  // The raster drivers that create files with this extension (GDAL's DMD_EXTENSIONS), as
+  // gdal_translate guesses a format; GDAL >= 3.9 has GDALGetOutputDriversForDatasetName, 3.6 not.
+  detail::ensure_gdal_registered();
+  std::vector<std::string> drivers;
+  auto* manager = GetGDALDriverManager();
+  for (int i = 0; i < manager->GetDriverCount(); ++i) {
+    auto* d = manager->GetDriver(i);
+    if (d->GetMetadataItem(GDAL_DCAP_RASTER) == nullptr ||
+        (d->GetMetadataItem(GDAL_DCAP_CREATE) == nullptr && d->GetMetadataItem(GDAL_DCAP_CREATECOPY) == nullptr)) {
+      continue;
+    }
+    CPLStringList const exts(CSLTokenizeString(d->GetMetadataItem(GDAL_DMD_EXTENSIONS)));
+    for (int e = 0; e < exts.size(); ++e) {
+      if (equals_ignoring_case(exts[e], ext)) { drivers.emplace_back(d->GetDescription()); }
+    }
+  }
+  if (drivers.empty()) { return requested.empty() ? std::string("GTiff") : requested; }  // ".out": as GDAL, GTiff
+  auto const is = [&](char const* name) {
+    return std::any_of(drivers.begin(), drivers.end(), [&](std::string const& d) { return equals_ignoring_case(d, name); });
+  };
+  if (!requested.empty()) {
+    HG_EXPECTS(is(requested.c_str()), error_kind::usage,
+            path + ": the extension ." + ext + " is GDAL's " + drivers.front() + " format, not " + requested +
+              " (--of " + requested + "); name the file ." + "tif or drop --of");
+    return requested;
+  }
+  HG_EXPECTS(is("GTiff"), error_kind::usage,
+          path + ": the extension ." + ext + " is GDAL's " + drivers.front() + " format, which heightgrid does not write "
+          "(its bands are Float32: GTiff or COG, .tif); use --preview FILE.png for a picture");
+  return "GTiff";
+}
+
 void check_output_path(std::string const& path, raster_write_options const& options)
 {
   auto const format = parse_format(options.format);
@@ -379,8 +434,10 @@ class raster_writer::impl {
     HG_EXPECTS(grid_.cols > 0 && grid_.rows > 0 && grid_.cols <= INT_MAX && grid_.rows <= INT_MAX, error_kind::output,
             path_ + ": a grid of " + std::to_string(grid_.cols) + " x " + std::to_string(grid_.rows) +
               " cells cannot be written as a raster");
-    type_ = choose_data_type(bands_, max_count_);
-    notes_ = data_type_notes(type_, options_.nodata);
+    type_ = choose_data_type(bands_, max_count_, options_.data_type);
+    notes_ = data_type_notes(type_, options_.nodata, bands_, max_count_, options_.data_type.has_value());
+    HG_EXPECTS(type_ != raster_data_type::uint32 || (bands_.size() == 1 && bands_.front() == metric::count),
+            error_kind::usage, "--ot UInt32 holds the count band alone (the other metrics are not whole numbers)");
     co_ = merged_creation_options(format_, type_, options_.creation_options);
     written_.assign(grid_.rows, false);
 

@@ -5,6 +5,7 @@
 #include "heightgrid/io/las_reader.hpp"
 
 #include "heightgrid/core/error.hpp"
+#include "las_dimension.hpp"
 #include "las_internal.hpp"
 #include "las_layout.hpp"
 #include "laz/laz_source.hpp"
@@ -42,6 +43,9 @@ struct int_extent {
                      std::numeric_limits<std::int32_t>::max()};
   std::int32_t hi[3]{std::numeric_limits<std::int32_t>::min(), std::numeric_limits<std::int32_t>::min(),
                      std::numeric_limits<std::int32_t>::min()};
+  /// The gridded dimension's values when they travel as doubles (--dimension GpsTime, ...).
+  double value_lo{std::numeric_limits<double>::infinity()};
+  double value_hi{-std::numeric_limits<double>::infinity()};
 };
 
 /// Decodes `n` records at `raw` (`stride` bytes apart) and appends the ones `rules` keeps to
@@ -50,7 +54,8 @@ struct int_extent {
 /// the transform can produce a non-finite coordinate (ExactXyz), else judge gets finite dummies.
 template <bool Extended, bool ExactXyz>
 void decode_filtered(std::uint8_t const* raw, std::size_t stride, std::size_t n, filter_rules const& rules,
-                     scaled_coords const& t, point_batch& out, filter_stats& stats, int_extent& ext)
+                     scaled_coords const& t, detail::las_dimension const&, point_batch& out, filter_stats& stats,
+                     int_extent& ext)
 {
   std::int32_t* const xs = out.xi();
   std::int32_t* const ys = out.yi();
@@ -100,8 +105,62 @@ void decode_filtered(std::uint8_t const* raw, std::size_t stride, std::size_t n,
   out.size = k;
 }
 
+/// decode_filtered for another dimension than Z (--dimension): the filters judge the point by its
+/// coordinates and attributes as always, and the kept point's z slot carries the dimension. AsInt:
+/// its stored integer in the int32 z slot (the batch's z transform is the dimension's scale and
+/// offset), so every backend reads it as it reads Z; otherwise the batch is float64, x and y the
+/// very doubles scaled_coords::apply gives, z the value (a non-finite value counts as non-finite).
+template <bool Extended, bool AsInt>
+void decode_dimension(std::uint8_t const* raw, std::size_t stride, std::size_t n, filter_rules const& rules,
+                      scaled_coords const& t, detail::las_dimension const& dim, point_batch& out, filter_stats& stats,
+                      int_extent& ext)
+{
+  std::size_t k = out.size;
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint8_t const* p = raw + i * stride;
+    auto const xi = layout::load<std::int32_t>(p + layout::point_at::x);
+    auto const yi = layout::load<std::int32_t>(p + layout::point_at::y);
+    auto const zi = layout::load<std::int32_t>(p + layout::point_at::z);
+    detail::record_attributes const a = detail::load_attributes<Extended>(p);
+    double const x = scaled_coords::apply(xi, t.scale[0], t.offset[0]);
+    double const y = scaled_coords::apply(yi, t.scale[1], t.offset[1]);
+    double const z = scaled_coords::apply(zi, t.scale[2], t.offset[2]);
+    filter_verdict const v =
+      rules.judge(x, y, z, true, a.classification, true, a.flags, true, a.return_number, a.number_of_returns);
+    if (v != filter_verdict::keep) {
+      filter_rules::count(v, stats);
+      continue;
+    }
+    if constexpr (AsInt) {
+      std::int32_t const value = detail::load_dimension_int<Extended>(p, dim);
+      out.xi()[k] = xi;
+      out.yi()[k] = yi;
+      out.zi()[k] = value;
+      ext.lo[2] = std::min(ext.lo[2], value);
+      ext.hi[2] = std::max(ext.hi[2], value);
+    } else {
+      double const value = detail::load_dimension<Extended>(p, dim);
+      if (!std::isfinite(value)) {
+        ++stats.non_finite;
+        continue;
+      }
+      out.x()[k] = x;
+      out.y()[k] = y;
+      out.z()[k] = value;
+      ext.value_lo = std::min(ext.value_lo, value);
+      ext.value_hi = std::max(ext.value_hi, value);
+    }
+    ext.lo[0] = std::min(ext.lo[0], xi);
+    ext.hi[0] = std::max(ext.hi[0], xi);
+    ext.lo[1] = std::min(ext.lo[1], yi);
+    ext.hi[1] = std::max(ext.hi[1], yi);
+    ++k;
+  }
+  out.size = k;
+}
+
 using decode_fn = void (*)(std::uint8_t const*, std::size_t, std::size_t, filter_rules const&, scaled_coords const&,
-                           point_batch&, filter_stats&, int_extent&);
+                           detail::las_dimension const&, point_batch&, filter_stats&, int_extent&);
 
 /// Whether every int32 maps to a finite coordinate on every axis (the transform is monotonic,
 /// so the two ends of the int32 range decide). Only absurd scales or offsets fail this.
@@ -116,8 +175,13 @@ bool transform_always_finite(scaled_coords const& t)
   return true;
 }
 
-decode_fn pick_decoder(int point_format, bool always_finite)
+decode_fn pick_decoder(int point_format, bool always_finite, detail::las_dimension const& dim, bool as_int)
 {
+  if (!dim.is_z) {
+    bool const extended = layout::is_extended_format(point_format);
+    if (as_int) { return extended ? &decode_dimension<true, true> : &decode_dimension<false, true>; }
+    return extended ? &decode_dimension<true, false> : &decode_dimension<false, false>;
+  }
   if (layout::is_extended_format(point_format)) {
     return always_finite ? &decode_filtered<true, false> : &decode_filtered<true, true>;
   }
@@ -138,17 +202,28 @@ constexpr int compressed_bytes = 1;
 /// reopened by the next read), and turning a part's decoded records into a filtered batch.
 class las_parts_base : public part_source {
  public:
-  las_parts_base(detail::opened_las opened, std::size_t part_points)
+  las_parts_base(detail::opened_las opened, std::size_t part_points, std::string const& dimension)
     : header_(std::move(opened.header)),
       info_(detail::source_info_of(header_)),
       part_points_(part_points),
+      dimension_(detail::find_las_dimension(dimension, header_, opened.file)),
       file_(std::make_shared<las_file const>(std::move(opened.file)))
   {
     for (int a = 0; a < 3; ++a) {
-      transform_.scale[a] = header_.scale[static_cast<std::size_t>(a)];
-      transform_.offset[a] = header_.offset[static_cast<std::size_t>(a)];
+      header_transform_.scale[a] = header_.scale[static_cast<std::size_t>(a)];
+      header_transform_.offset[a] = header_.offset[static_cast<std::size_t>(a)];
     }
-    decode_ = pick_decoder(header_.point_format, transform_always_finite(transform_));
+    transform_ = header_transform_;
+    if (!dimension_.is_z) {
+      // The dimension rides in the z slot with its own scale and offset (1 and 0 for intensity),
+      // as int32 when every stored value fits and scales to a finite value (an extra byte's
+      // absurd scale would not), else as doubles, where a non-finite value is dropped as such.
+      transform_.scale[2] = dimension_.scale;
+      transform_.offset[2] = dimension_.offset;
+      double_values_ = !dimension_.fits_int32() || !transform_always_finite(transform_);
+    }
+    decode_ = pick_decoder(header_.point_format, transform_always_finite(header_transform_), dimension_,
+                           !double_values_);
   }
 
   [[nodiscard]] source_info const& info() const override { return info_; }
@@ -188,7 +263,7 @@ class las_parts_base : public part_source {
             info_.path + ": part " + std::to_string(k) + " needs a batch of " + std::to_string(points) +
               " points, the batch holds " + std::to_string(out.capacity));
     out.size = 0;
-    out.encoding = coord_encoding::scaled_int32;
+    out.encoding = double_values_ ? coord_encoding::float64 : coord_encoding::scaled_int32;
     out.transform = transform_;
   }
 
@@ -209,15 +284,18 @@ class las_parts_base : public part_source {
     r.extent.extend(lo[0], lo[1]);
     r.extent.extend(hi[0], hi[1]);
     // + 0.0: -0.0 becomes +0.0, as apply_filter does to every z.
-    r.z_min = lo[2] + 0.0;
-    r.z_max = hi[2] + 0.0;
+    r.z_min = (double_values_ ? ext.value_lo : lo[2]) + 0.0;
+    r.z_max = (double_values_ ? ext.value_hi : hi[2]) + 0.0;
     return r;
   }
 
   las_header_info header_;
   source_info info_;
   std::size_t part_points_;
-  scaled_coords transform_;
+  detail::las_dimension dimension_;  ///< what the z slot carries: Z, or --dimension's
+  scaled_coords header_transform_;   ///< the header's scale and offset: the points' coordinates
+  scaled_coords transform_;          ///< the batches': the header's, z replaced by the dimension's
+  bool double_values_{false};        ///< the dimension does not fit int32: float64 batches
   decode_fn decode_{nullptr};
 
  private:
@@ -228,8 +306,8 @@ class las_parts_base : public part_source {
 /// Uncompressed LAS: part k is records [k * P, min((k + 1) * P, n)).
 class las_record_parts final : public las_parts_base {
  public:
-  las_record_parts(detail::opened_las opened, std::size_t part_points)
-    : las_parts_base(std::move(opened), part_points)
+  las_record_parts(detail::opened_las opened, std::size_t part_points, std::string const& dimension)
+    : las_parts_base(std::move(opened), part_points, dimension)
   {
   }
 
@@ -258,7 +336,7 @@ class las_record_parts final : public las_parts_base {
     filter_stats stats;
     stats.points_in = n;
     int_extent ext;
-    decode_(raw.data(), stride, n, filter, transform_, out, stats, ext);
+    decode_(raw.data(), stride, n, filter, header_transform_, dimension_, out, stats, ext);
     return finish_part(stats, ext, out.size);
   }
 
@@ -293,9 +371,9 @@ std::vector<chunk_run> group_chunks(std::vector<laz::chunk_entry> const& chunks,
 /// LAZ with a usable chunk table: part k is run k of whole chunks, decoded by the reading thread.
 class laz_chunk_parts final : public las_parts_base {
  public:
-  laz_chunk_parts(detail::opened_las opened, std::size_t part_points, laz::laz_file_layout where,
-                  laz::laz_vlr_info vlr, std::vector<laz::chunk_entry> chunks)
-    : las_parts_base(std::move(opened), part_points),
+  laz_chunk_parts(detail::opened_las opened, std::size_t part_points, std::string const& dimension,
+                  laz::laz_file_layout where, laz::laz_vlr_info vlr, std::vector<laz::chunk_entry> chunks)
+    : las_parts_base(std::move(opened), part_points, dimension),
       where_(std::move(where)),
       vlr_(std::move(vlr)),
       chunks_(std::move(chunks)),
@@ -332,8 +410,8 @@ class laz_chunk_parts final : public las_parts_base {
     int_extent ext;
     for (std::size_t c = run.first_chunk; c < run.end_chunk; ++c) {
       laz::decode_laz_chunk(where_, vlr_, read, c, chunks_[c], scratch, records.data());
-      decode_(records.data(), stride, static_cast<std::size_t>(chunks_[c].points), filter, transform_, out, stats,
-              ext);
+      decode_(records.data(), stride, static_cast<std::size_t>(chunks_[c].points), filter, header_transform_,
+              dimension_, out, stats, ext);
     }
     thread_bytes(compressed_bytes) = std::move(scratch.compressed);
     thread_bytes(raw_records) = std::move(records);
@@ -353,8 +431,9 @@ class laz_chunk_parts final : public las_parts_base {
 /// are read in order through one laz_record_stream decoding on the calling thread.
 class laz_sequential_parts final : public las_parts_base {
  public:
-  laz_sequential_parts(detail::opened_las opened, std::size_t part_points, laz::laz_vlr_info vlr)
-    : las_parts_base(std::move(opened), part_points), vlr_(std::move(vlr))
+  laz_sequential_parts(detail::opened_las opened, std::size_t part_points, std::string const& dimension,
+                       laz::laz_vlr_info vlr)
+    : las_parts_base(std::move(opened), part_points, dimension), vlr_(std::move(vlr))
   {
   }
 
@@ -387,7 +466,7 @@ class laz_sequential_parts final : public las_parts_base {
                                               std::to_string(first + done) + " of " +
                                               std::to_string(header_.point_count));
         }
-        decode_(run.records, header_.record_length, run.points, filter, transform_, out, stats, ext);
+        decode_(run.records, header_.record_length, run.points, filter, header_transform_, dimension_, out, stats, ext);
         done += run.points;
       }
     } catch (...) {
@@ -427,17 +506,18 @@ class laz_sequential_parts final : public las_parts_base {
 
 }  // namespace
 
-std::unique_ptr<part_source> open_las_parts(std::string const& path, std::size_t part_points)
+std::unique_ptr<part_source> open_las_parts(std::string const& path, std::size_t part_points,
+                                            std::string const& dimension)
 {
   HG_EXPECTS(part_points > 0, error_kind::usage, path + ": part_points must be > 0");
   detail::opened_las opened = detail::open_las_file(path);
-  if (!opened.laz_vlr) { return std::make_unique<las_record_parts>(std::move(opened), part_points); }
+  if (!opened.laz_vlr) { return std::make_unique<las_record_parts>(std::move(opened), part_points, dimension); }
   laz::laz_vlr_info vlr = std::move(*opened.laz_vlr);
   laz::laz_file_layout where = detail::laz_layout_of(opened.header);
   if (where.point_count == 0) {
     // No points, no chunks: zero parts, concurrent like any file with a table.
-    return std::make_unique<laz_chunk_parts>(std::move(opened), part_points, std::move(where), std::move(vlr),
-                                             std::vector<laz::chunk_entry>{});
+    return std::make_unique<laz_chunk_parts>(std::move(opened), part_points, dimension, std::move(where),
+                                             std::move(vlr), std::vector<laz::chunk_entry>{});
   }
   las_file const& file = opened.file;
   laz::laz_chunk_map map = laz::locate_laz_chunks(
@@ -445,10 +525,10 @@ std::unique_ptr<part_source> open_las_parts(std::string const& path, std::size_t
       file.read_exact(offset, count, bytes);
     });
   if (map.chunks.empty()) {
-    return std::make_unique<laz_sequential_parts>(std::move(opened), part_points, std::move(vlr));
+    return std::make_unique<laz_sequential_parts>(std::move(opened), part_points, dimension, std::move(vlr));
   }
-  return std::make_unique<laz_chunk_parts>(std::move(opened), part_points, std::move(where), std::move(vlr),
-                                           std::move(map.chunks));
+  return std::make_unique<laz_chunk_parts>(std::move(opened), part_points, dimension, std::move(where),
+                                           std::move(vlr), std::move(map.chunks));
 }
 
 }  // namespace heightgrid::io

@@ -24,6 +24,42 @@ TEST(GridSpec, CellRuleOnEdgesIsHalfOpen)
   EXPECT_EQ(g.cell_of(12.0, 20.001), no_cell);
 }
 
+TEST(GridSpec, PdalEdgeRulePutsHorizontalEdgesInTheCellAbove)
+{
+  grid_spec g{10.0, 20.0, 1.0, 1.0, 4, 3};  // x in [10, 14), y in [17, 20) under the pdal rule
+  g.edge = edge_rule::pdal;
+  EXPECT_EQ(g.cell_of(10.0, 20.0), no_cell);   // the top edge of the grid is outside
+  EXPECT_EQ(g.cell_of(10.0, 19.0), 0U);        // a horizontal edge belongs to the cell above it
+  EXPECT_EQ(g.cell_of(11.0, 19.0), 1U);        // vertical edges as under the gdal rule
+  EXPECT_EQ(g.cell_of(10.5, 19.5), 0U);        // inside a cell: the same cell as under the gdal rule
+  EXPECT_EQ(g.cell_of(12.0, 17.0), 8U + 2U);   // the bottom edge of the grid is inside
+  EXPECT_EQ(g.cell_of(14.0, 19.5), no_cell);
+  // A tile of the grid keeps the whole grid's rows.
+  grid_spec tile = g;
+  tile.row0 = 1;
+  tile.rows = 2;
+  EXPECT_EQ(tile.cell_of(10.0, 18.0), 0U);
+  EXPECT_EQ(tile.cell_of(10.0, 17.0), 4U);
+}
+
+TEST(GridSpec, PdalEdgeRuleGridFromBoundsHoldsEveryPoint)
+{
+  bounds b;
+  b.extend(0.5, 2.0);  // both y on whole cells
+  b.extend(3.5, 5.0);
+  auto const gdal = grid_from_bounds(b, 1.0, 1.0);
+  EXPECT_EQ(gdal.y0, 5.0);
+  EXPECT_EQ(gdal.rows, 4U);  // 5 ≥ y > 1: the point at y = 2 is on row 3's top edge
+  auto const pdal = grid_from_bounds(b, 1.0, 1.0, false, edge_rule::pdal);
+  EXPECT_EQ(pdal.edge, edge_rule::pdal);
+  EXPECT_EQ(pdal.y0, 6.0);   // y = 5 lies on the bottom edge of the row 6..5
+  EXPECT_EQ(pdal.rows, 4U);  // 6 > y >= 2
+  EXPECT_EQ(pdal.cell_of(0.5, 5.0), 0U);
+  EXPECT_EQ(pdal.cell_of(3.5, 2.0), 3U * pdal.cols + 3U);
+  auto const fixed = grid_from_extent(0.0, 0.0, 4.0, 3.0, 1.0, 1.0, false, edge_rule::pdal);
+  EXPECT_EQ(fixed.edge, edge_rule::pdal);
+}
+
 TEST(GridSpec, NonFiniteCoordinatesHaveNoCell)
 {
   grid_spec g{0.0, 10.0, 1.0, 1.0, 10, 10};
@@ -85,6 +121,10 @@ TEST(GridSpec, EveryPointOfTheBoundsHasACell)
     ASSERT_EQ(g.cell_of(bb.xmax, bb.ymin), g.num_cells() - 1) << "trial " << trial;
     // the origin is snapped to a multiple of the resolution
     ASSERT_DOUBLE_EQ(std::round(g.x0 / r) * r, g.x0);
+    // the same under PDAL's edge rule
+    auto const p = grid_from_bounds(bb, r, r, false, edge_rule::pdal);
+    ASSERT_NE(p.cell_of(bb.xmin, bb.ymax), no_cell) << "trial " << trial;
+    ASSERT_EQ(p.cell_of(bb.xmax, bb.ymin), p.num_cells() - 1) << "trial " << trial;
   }
 }
 

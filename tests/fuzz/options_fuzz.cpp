@@ -94,7 +94,7 @@ extern "C" int LLVMFuzzerTestOneInput(std::uint8_t const* data, std::size_t size
 
   command_line cli(join_arguments(argc, argv.data()));
   try {
-    cli.app.parse(argc, argv.data());
+    cli.parse(argc, argv.data());
   } catch (CLI::Error const&) {
     return 0;
   }

@@ -157,6 +157,25 @@ TEST_F(AtomicMode, PointsOutsideAndEmptyGrids)
   check(grid, points, metric_request{});              // no band: the stats still count
 }
 
+// Points exactly on every horizontal and vertical cell edge, under both edge rules: the atomic
+// path bins with grid.cell_of, rule included, so it agrees with the CPU cell for cell.
+TEST_F(AtomicMode, PointsOnCellEdgesUnderBothEdgeRules)
+{
+  auto grid = square_grid(64);
+  point_chunk points;
+  for (std::uint32_t r = 0; r <= grid.rows; ++r) {
+    for (std::uint32_t c = 0; c <= grid.cols; ++c) {
+      points.x.push_back(static_cast<double>(c));
+      points.y.push_back(static_cast<double>(r));
+      points.z.push_back(static_cast<double>(r * 131 + c));
+    }
+  }
+  for (auto const rule : {edge_rule::gdal, edge_rule::pdal}) {
+    grid.edge = rule;
+    check(grid, points, range_min_max_count());
+  }
+}
+
 TEST_F(AtomicMode, MeanAndStddevAreUsageErrors)
 {
   auto const grid = square_grid(4);

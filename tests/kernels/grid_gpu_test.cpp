@@ -118,6 +118,10 @@ TEST_P(GridPointsGpu, RandomPointsAndCellEdges)
   }
   check(grid, points);
   check(grid, points, -9999.0F);
+  // PDAL's edge rule (--edge-rule pdal) reaches the device through the grid: points exactly on a
+  // horizontal edge go to the cell above, on the device as on the host.
+  grid.edge = edge_rule::pdal;
+  check(grid, points);
 }
 
 // Real-world coordinates: UTM metres around (636001.76, 4849497.9) at 0.5 m, where x - x0 loses

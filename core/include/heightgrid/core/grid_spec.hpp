@@ -24,6 +24,16 @@ inline constexpr cell_id no_cell = std::numeric_limits<cell_id>::max();
 /// Largest number of cells a grid may have (no_cell stays reserved).
 inline constexpr std::uint64_t max_cells = std::numeric_limits<cell_id>::max() - 1ULL;
 
+/// Which cell a point exactly on a horizontal cell edge belongs to (--edge-rule). Vertical edges
+/// are the same under both: a point on a cell's left edge belongs to it.
+///  - gdal: rows are counted from the top, as GDAL's inverse geotransform does: a point on a
+///    horizontal edge belongs to the cell below it (whose top edge it is on).
+///  - pdal: PDAL's writers.gdal counts rows from the bottom, so such a point belongs to the cell
+///    above it (whose bottom edge it is on).
+/// E.g. y0 = 10, yres = 1, y = 8 (the edge between row 1, spanning 9..8, and row 2, 8..7):
+/// gdal -> row 2, pdal -> row 1.
+enum class edge_rule : std::uint8_t { gdal, pdal };
+
 /// A north-up grid in GDAL's convention: (x0, y0) is the outer corner of the top-left cell,
 /// cells are xres wide and yres tall (both positive), rows grow southwards.
 struct grid_spec {
@@ -39,6 +49,8 @@ struct grid_spec {
   /// the same cells of the whole grid. 0 for a grid of its own.
   std::uint32_t col0{0};
   std::uint32_t row0{0};
+  /// Where points exactly on a horizontal edge go; every backend reads it from here (cell_of).
+  edge_rule edge{edge_rule::gdal};
 
   [[nodiscard]] std::uint64_t num_cells() const noexcept
   {
@@ -52,14 +64,23 @@ struct grid_spec {
     return {x0 + static_cast<double>(col0) * xres, xres, 0.0, y0 - static_cast<double>(row0) * yres, 0.0, -yres};
   }
 
-  /// The cell of (x, y): col = floor((x - x0) / xres), row = floor((y0 - y) / yres), evaluated in
-  /// double precision exactly as written (the inverse-geotransform rule; no fused multiply-add,
-  /// no reciprocal). Cells are half-open: a point on the left/top edge of a cell belongs to it.
+  /// The row, counted from the top edge y0 of the whole grid (row0 not subtracted), of a point
+  /// `t` = (y0 - y) / yres cells below it: floor(t) under the gdal rule, ceil(t) - 1 under the pdal
+  /// rule (the same for every t that is not a whole number).
+  HG_HOST_DEVICE [[nodiscard]] static double row_below(double t, edge_rule rule) noexcept
+  {
+    return rule == edge_rule::gdal ? ::floor(t) : ::ceil(t) - 1.0;
+  }
+
+  /// The cell of (x, y): col = floor((x - x0) / xres), row = floor((y0 - y) / yres) (gdal edge rule;
+  /// pdal: ceil(...) - 1), evaluated in double precision exactly as written (the
+  /// inverse-geotransform rule; no fused multiply-add, no reciprocal). Cells are half-open: a point
+  /// on the left edge of a cell belongs to it, and on the top edge (gdal) or the bottom edge (pdal).
   /// Returns no_cell for points outside the grid and for NaN/Inf coordinates.
   HG_HOST_DEVICE [[nodiscard]] cell_id cell_of(double x, double y) const noexcept
   {
     double const c = ::floor((x - x0) / xres) - static_cast<double>(col0);
-    double const r = ::floor((y0 - y) / yres) - static_cast<double>(row0);
+    double const r = row_below((y0 - y) / yres, edge) - static_cast<double>(row0);
     // Written so that NaN compares false and lands in no_cell.
     if (!(c >= 0.0 && c < static_cast<double>(cols) && r >= 0.0 && r < static_cast<double>(rows))) {
       return no_cell;
@@ -111,12 +132,15 @@ struct bounds {
 /// Throws error_kind::usage for a non-positive/non-finite resolution, error_kind::input for empty
 /// bounds, and error_kind::resource when the grid would exceed max_cells (unless `tiled`: a grid
 /// that is only ever binned tile by tile may hold more cells than one accumulator can).
-grid_spec grid_from_bounds(bounds const& b, double xres, double yres, bool tiled = false);
+/// Under the pdal edge rule the top row is the one whose bottom edge the highest point lies on or above:
+/// the origin moves up a cell when that point is on a multiple of the resolution.
+grid_spec grid_from_bounds(bounds const& b, double xres, double yres, bool tiled = false,
+                           edge_rule edge = edge_rule::gdal);
 
 /// Grid for an explicit extent (`--te xmin ymin xmax ymax`), as GDAL sizes it:
 /// cols = floor((xmax - xmin) / xres + 0.5), at least 1. Points outside are dropped.
 grid_spec grid_from_extent(double xmin, double ymin, double xmax, double ymax, double xres, double yres,
-                           bool tiled = false);
+                           bool tiled = false, edge_rule edge = edge_rule::gdal);
 
 /// A grid cut into tiles of tile_cols x tile_rows cells (the last column and row of tiles cropped):
 /// tile (tx, ty) is a grid_spec with col0/row0 set, so its cells are the whole grid's, bit for bit.

@@ -7,14 +7,19 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace heightgrid::io {
 
+/// Sample type of every band of a written file (GeoTIFF has one type per file).
+enum class raster_data_type { uint32, float32, float64 };
+
 struct raster_write_options {
   std::string format = "GTiff";                ///< "GTiff" or "COG" (case-insensitive)
+  std::optional<raster_data_type> data_type;   ///< --ot: forced; otherwise chosen from the bands
   std::vector<std::string> creation_options;   ///< KEY=VALUE (--co); override the defaults by key
   bool overwrite = false;                      ///< replace an existing output
   std::string crs_wkt;                         ///< empty: no CRS written
@@ -24,11 +29,19 @@ struct raster_write_options {
   double prange_hi = default_prange_hi;
 };
 
-/// Sample type of every band of a written file (GeoTIFF has one type per file).
-enum class raster_data_type { uint32, float32, float64 };
-
 /// GDAL's name of a data type: "UInt32", "Float32", "Float64".
 [[nodiscard]] std::string_view raster_data_type_name(raster_data_type type) noexcept;
+
+/// --ot's value by GDAL's name (case-insensitive): Float32, Float64 or UInt32 (count alone).
+/// Throws error_kind::usage naming the value and the types heightgrid writes.
+[[nodiscard]] raster_data_type parse_raster_data_type(std::string const& name);
+
+/// The output format for `path` as GDAL's tools infer it: `requested` (--of, "" when not given) if
+/// given, else from the extension (".tif", ".tiff" or none: GTiff). An extension that belongs to
+/// another GDAL raster driver (".png": PNG) is refused, since heightgrid writes GTiff and COG
+/// only, and so is one that contradicts `requested` ("-o out.png --of COG").
+/// Throws error_kind::usage: "out.png: the extension .png is GDAL's PNG format, ...".
+[[nodiscard]] std::string output_format_for(std::string const& path, std::string const& requested);
 
 /// What write_grid() or raster_writer::commit() did, for the app to report.
 struct write_report {

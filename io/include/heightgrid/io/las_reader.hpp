@@ -152,7 +152,17 @@ class las_byte_reader {
 /// The header is validated at open (a zero scale, more points than the file holds: errors naming
 /// the file and byte); a file that shrinks later gives "<path>: record <i>: ..." from read_part,
 /// a corrupt LAZ chunk "<path>: chunk <i> (bytes <a>-<b>): <what>". info() is open_las_source's.
+///
+/// `dimension` (--dimension; "" or "Z": Z) names another attribute to carry in the z slot: a
+/// standard one by PDAL's name (Intensity, ReturnNumber, NumberOfReturns, Classification,
+/// ScanAngleRank, UserData, PointSourceId, GpsTime, Red, Green, Blue, Infrared, X, Y) or an extra
+/// byte by the name its Extra Bytes descriptor gives, case-insensitively. Integer attributes that
+/// fit int32 travel as scaled_int32 with the attribute's scale and offset as the z transform;
+/// GpsTime, floats and 32/64-bit unsigned or 64-bit integers as float64 batches (x, y the same
+/// doubles). Filters still judge the point's own Z. A name the file lacks is error_kind::input,
+/// listing the file's dimensions.
 [[nodiscard]] std::unique_ptr<part_source> open_las_parts(std::string const& path,
-                                                         std::size_t part_points = default_part_points);
+                                                         std::size_t part_points = default_part_points,
+                                                         std::string const& dimension = {});
 
 }  // namespace heightgrid::io

@@ -1,0 +1,111 @@
+"""`import heightgrid` against the CLI's GeoTIFFs (issue 23): the same grid, bands and georeferencing.
+
+Run by ctest with PYTHONPATH=<build>/python, HEIGHTGRID_EXE and HEIGHTGRID_DATA_DIR set. The GeoTIFFs
+are read with GDAL's Python bindings (python3-gdal) when present, else compared through the CLI's
+own --json (geotransform, size, counts).
+"""
+
+import json
+import math
+import os
+import subprocess
+import tempfile
+import unittest
+
+import numpy as np
+
+import heightgrid
+
+try:
+    from osgeo import gdal
+
+    gdal.UseExceptions()
+except ImportError:  # python3-gdal is optional
+    gdal = None
+
+EXE = os.environ["HEIGHTGRID_EXE"]
+DATA = os.environ["HEIGHTGRID_DATA_DIR"]
+SAMPLE = os.path.join(DATA, "sample.xyz")
+METRICS = ["range", "min", "max", "count"]
+
+
+def cli_grid(out_dir, name, *args):
+    """Runs `heightgrid grid ... --json` and returns (path, document)."""
+    path = os.path.join(out_dir, name)
+    run = subprocess.run([EXE, "grid", *args, "-o", path, "--json", "--device", "cpu"],
+                         capture_output=True, text=True, check=True)
+    return path, json.loads(run.stdout)
+
+
+def same_band(test, got, want):
+    test.assertEqual(got.shape, want.shape)
+    for g, w in zip(got.ravel(), want.ravel()):
+        if math.isnan(w):
+            test.assertTrue(math.isnan(g))
+        else:
+            test.assertEqual(g, w)
+
+
+class GridMatchesTheCli(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.TemporaryDirectory()
+        self.addCleanup(self.tmp.cleanup)
+        pts = np.loadtxt(SAMPLE, comments="#", skiprows=2)  # a comment, then the "x y z" header
+        self.x, self.y, self.z = pts[:, 0].copy(), pts[:, 1].copy(), pts[:, 2].copy()
+
+    def check_against_cli(self, result, *cli_args):
+        tif, doc = cli_grid(self.tmp.name, "cli.tif", *cli_args)
+        out = doc["outputs"][0]
+        self.assertEqual(list(result["geotransform"]), out["geotransform"])
+        self.assertEqual([result["width"], result["height"]], out["size"])
+        self.assertEqual(result["non_empty"], doc["cells"]["non_empty"])
+        self.assertEqual(int(result["bands"]["count"].sum()), doc["points"]["binned"])
+        if gdal is None:
+            return
+        ds = gdal.Open(tif)
+        self.assertEqual(tuple(result["geotransform"]), ds.GetGeoTransform())
+        for i, name in enumerate(METRICS):
+            band = ds.GetRasterBand(i + 1)
+            self.assertEqual(band.GetDescription(), name)
+            want = band.ReadAsArray().astype(np.float64)
+            if name == "count":  # uint32 in Python, 0 in an empty cell; a float band's nodata in the file
+                want[np.isnan(want) | (want == band.GetNoDataValue())] = 0
+            same_band(self, result["bands"][name].astype(np.float64), want)
+
+    def test_arrays(self):
+        r = heightgrid.grid(self.x, self.y, self.z, res=1, metrics=METRICS, device="cpu", crs="EPSG:32633")
+        self.assertEqual(r["bands"]["range"].dtype, np.float32)
+        self.assertEqual(r["bands"]["count"].dtype, np.uint32)
+        self.assertEqual(r["bands"]["range"].shape, (2, 3))
+        self.assertIn("32633", r["crs_wkt"])
+        self.assertTrue(math.isnan(r["nodata"]))
+        self.check_against_cli(r, SAMPLE, "--res", "1", "--metrics", ",".join(METRICS), "--a_srs", "EPSG:32633")
+
+    def test_files(self):
+        r = heightgrid.grid_files([SAMPLE], res=1, metrics=METRICS, device="cpu")
+        self.check_against_cli(r, SAMPLE, "--res", "1", "--metrics", ",".join(METRICS))
+
+    def test_other_dtypes_extent_and_edge_rule(self):
+        # float32 input is converted once; an explicit extent, nodata and PDAL's edge rule as in the CLI
+        r = heightgrid.grid(self.x.astype(np.float32), self.y.astype(np.float32), self.z.astype(np.float32),
+                            tr=(1, 1), te=(500000, 4100000, 500003, 4100002), metrics=["count"], device="cpu",
+                            edge_rule="pdal")
+        self.assertEqual(r["bands"]["count"].shape, (2, 3))
+        r2 = heightgrid.grid(self.x, self.y, self.z, res=1, metrics=METRICS, nodata=-9999, device="cpu",
+                             te=[500000, 4100000, 500003, 4100002], edge_rule="pdal")
+        self.check_against_cli(r2, SAMPLE, "--res", "1", "--metrics", ",".join(METRICS), "--nodata", "-9999",
+                               "--te", "500000", "4100000", "500003", "4100002", "--edge-rule", "pdal")
+
+    def test_errors(self):
+        with self.assertRaises(ValueError):
+            heightgrid.grid(self.x, self.y[:3], self.z, res=1)
+        with self.assertRaises(ValueError):
+            heightgrid.grid(self.x, self.y, self.z, res=1, metrics=["bogus"])
+        with self.assertRaises(ValueError):
+            heightgrid.grid(self.x, self.y, self.z)  # no cell size
+        with self.assertRaises(OSError):
+            heightgrid.grid_files([os.path.join(self.tmp.name, "none.las")], res=1)
+
+
+if __name__ == "__main__":
+    unittest.main()
