@@ -4,11 +4,7 @@
 
 #include "heightgrid/core/error.hpp"
 
-#include <fcntl.h>
-#include <spawn.h>
 #include <spdlog/spdlog.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <cmath>
@@ -54,7 +50,6 @@ bool plot_compare(std::string const& path, std::string const& title, std::vector
   if (!(lowest <= highest)) { lowest = highest = 1.0; }
   double const y_bottom = std::pow(10.0, std::floor(std::log10(lowest / 3.0)));
   double const y_top = std::pow(10.0, std::ceil(std::log10(highest * 3.0)));
-  fs::path const png = dir.path() / "plot.png";
   std::ostringstream gp;
   gp << "if (strstrt(GPVAL_TERMINALS, 'pngcairo') > 0) {\n"
         "  set terminal pngcairo size 1400,560 font 'sans,10'\n"

@@ -110,13 +110,10 @@ class array_output final : public app::grid_output {
   {
     std::size_t const at = std::size_t{row0} * grid_.cols;
     for (std::size_t b = 0; b < bands_.size(); ++b) {
-      switch (bands_[b]) {
-        case metric::count: std::copy(w.count.begin(), w.count.end(), counts_.begin() + static_cast<std::ptrdiff_t>(at)); break;
-        case metric::min: copy(w.min, b, at); break;
-        case metric::max: copy(w.max, b, at); break;
-        case metric::range: copy(w.range, b, at); break;
-        case metric::mean: copy(w.mean, b, at); break;
-        case metric::stddev: copy(w.stddev, b, at); break;
+      if (bands_[b] == metric::count) {
+        std::copy(w.count.begin(), w.count.end(), counts_.begin() + static_cast<std::ptrdiff_t>(at));
+      } else {
+        copy(w.float_column(bands_[b]), b, at);  // every float band, percentiles included
       }
     }
   }
