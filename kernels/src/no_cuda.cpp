@@ -145,17 +145,6 @@ int gpu_count() noexcept { return 0; }
 
 bool start_gpu(std::string* reason, int) noexcept { return gpu_available(reason); }
 
-std::string_view order_sort_name(order_sort s) noexcept
-{
-  return s == order_sort::segmented ? "sort-segmented" : "sort-radix";
-}
-std::optional<order_sort> parse_order_sort(std::string_view name) noexcept
-{
-  for (auto s : {order_sort::segmented, order_sort::radix}) {
-    if (name == order_sort_name(s)) { return s; }
-  }
-  return std::nullopt;
-}
 order_stats_run order_stats_of_csr(device_csr const&, metric_request const&, float, order_sort)
 {
   unavailable("order_stats_of_csr");

@@ -212,19 +212,6 @@ static __global__ void __launch_bounds__(detail::batch_policy::block_threads)
 
 }  // namespace
 
-std::string_view order_sort_name(order_sort s) noexcept
-{
-  return s == order_sort::segmented ? "sort-segmented" : "sort-radix";
-}
-
-std::optional<order_sort> parse_order_sort(std::string_view name) noexcept
-{
-  for (auto s : {order_sort::segmented, order_sort::radix}) {
-    if (name == order_sort_name(s)) { return s; }
-  }
-  return std::nullopt;
-}
-
 order_stats_run order_stats_of_csr(device_csr const& csr, metric_request const& request, float nodata, order_sort method)
 {
   auto const v = csr.view();
