@@ -48,8 +48,8 @@ struct auto_device_policy {
   static constexpr std::uint64_t sums_gpu_min_points = 150'000'000;
   /// Percentiles sort every cell: the CPU's sorts cost more than the GPU's start from here. Measured
   /// on an H200 host with 16 cores (docs/benchmarks.md, "Percentiles"): p5,median,p95,prange of a
-  /// LAS of 10^7 points CPU 0.45 s / GPU 0.67 s, 3 * 10^7 CPU 0.99 s / GPU 0.84 s.
-  static constexpr std::uint64_t order_gpu_min_points = 20'000'000;
+  /// LAS of 10^7 points CPU 0.34 s / GPU 0.54 s, 3 * 10^7 CPU 0.81 s / GPU 0.74 s.
+  static constexpr std::uint64_t order_gpu_min_points = 25'000'000;
 };
 
 struct grid_job_options {
