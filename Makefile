@@ -10,7 +10,7 @@ ASAN_CMAKE_ARGS ?= -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInf
   -DHEIGHTGRID_WERROR=ON -DHEIGHTGRID_SANITIZE=address,undefined -DHEIGHTGRID_FUZZ=ON
 # Seconds per fuzz target in `make test` (six targets, two at a time); fuzz longer with
 # `make fuzz FUZZ_SECONDS=3600`.
-FUZZ_SECONDS ?= 40
+FUZZ_SECONDS ?= 20
 # The CUDA toolkit lives outside Debian's paths; CMake finds nvcc through CUDACXX.
 ifeq ($(origin CUDACXX),undefined)
   ifneq ($(wildcard /usr/local/cuda/bin/nvcc),)
