@@ -55,6 +55,9 @@ std::string manifest_text(tiling const& layout, std::vector<catalogue_entry> con
   m << "name " << o.name << '\n';
   m << "bands";
   for (auto const b : o.bands) { m << ' ' << metric_name(b); }
+  if (std::find(o.bands.begin(), o.bands.end(), metric::prange) != o.bands.end()) {
+    m << " (prange " << digits(o.write.prange_lo) << ',' << digits(o.write.prange_hi) << ')';  // --prange
+  }
   m << "\nnodata " << digits(o.write.nodata) << '\n';
   m << "format " << o.write.format;
   for (auto const& c : o.write.creation_options) { m << ' ' << c; }

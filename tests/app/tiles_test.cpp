@@ -201,6 +201,21 @@ TEST_F(TiledOutput, ResumeGridsOnlyTheTilesNotFinished)
   EXPECT_NE(other.output.find("made by a different job"), std::string::npos) << other.output;
 }
 
+TEST_F(TiledOutput, PercentileTilesMosaicTheSingleRunAndKeepTheirPrange)
+{
+  std::string const p = " --res 1 --metrics p5,median,prange --prange 10,90";
+  auto const single = run_cli("grid " + cat() + " -o " + out("single.tif").string() + p);
+  ASSERT_EQ(single.code, 0) << single.output;
+  auto const tiled = run_cli("grid " + cat() + " -o " + out("tiles").string() + " --tile-size 64" + p);
+  ASSERT_EQ(tiled.code, 0) << tiled.output;
+  EXPECT_TRUE(same_cells(out("single.tif"), out("tiles") / "tiles.vrt"));
+  // prange of other percentiles is another job: --resume refuses it.
+  auto const other = run_cli("grid " + cat() + " -o " + out("tiles").string() +
+                             " --res 1 --metrics p5,median,prange --prange 5,95 --tile-size 64 --resume");
+  EXPECT_EQ(other.code, 4) << other.output;
+  EXPECT_NE(other.output.find("made by a different job"), std::string::npos) << other.output;
+}
+
 TEST_F(TiledOutput, AnExistingDirectoryNeedsOverwriteOrResume)
 {
   fs::create_directories(out("tiles"));
