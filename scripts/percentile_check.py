@@ -2,12 +2,12 @@
 """Developer cross-check of heightgrid's percentile metrics against numpy (not a project
 dependency: needs numpy, GDAL's Python bindings, and laspy + lazrs for LAS/LAZ inputs).
 
-    python3 scripts/percentile_check.py build/app/heightgrid [REAL_DATA_DIR] [--device cpu|gpu]
+    python3 scripts/percentile_check.py build/app/heightgrid [REAL_DATA_DIR] [--device=cpu|gpu]
 
 For every LAS/LAZ file of REAL_DATA_DIR and for synthetic LAS files made here (ties, one-point
 cells, empty cells, one cell of 10^7 points), runs
-    heightgrid grid FILE -o OUT.tif --res R --metrics p5,median,p95,p2.5,prange,count
-and checks every cell against numpy: points read with laspy (x = X * scale + offset), binned with
+    heightgrid grid FILE -o OUT.tif --res R --metrics p5,median,p95,p2.5,prange,count --keep-all
+(every point, as laspy reads them) and checks every cell against numpy: points read with laspy (x = X * scale + offset), binned with
 heightgrid's rule (column = floor((x - x0) / res), row = floor((y0 - y) / res) from the output's
 geotransform), numpy.percentile(z, p) per cell (method 'linear'), prange = P95 - P5 in float64,
 each rounded once to float32, compared bit for bit. Exits 1 on the first difference.
