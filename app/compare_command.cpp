@@ -78,7 +78,7 @@ std::vector<mode_entry> parse_modes(std::string const& list)
     item.erase(item.find_last_not_of(' ') + 1);
     HG_EXPECTS(!item.empty(), error_kind::usage, "--modes: empty mode name in '" + list + "'");
     mode_entry c{item, std::nullopt, std::nullopt};
-    if (auto const sort = parse_order_sort(item)) {
+    if (auto const sort = parse_in(order_sorts, item)) {
       c.order = *sort;
     } else if (item != cpu_mode_name) {
       auto const m = parse_mode(item);
@@ -327,8 +327,8 @@ int run_compare(compare_options const& o)
       modes.erase(std::remove_if(modes.begin(), modes.end(), [](mode_entry const& m) { return m.gpu.has_value(); }),
                   modes.end());
     }
-    modes.insert(modes.begin(), {{std::string(order_sort_name(order_sort::segmented)), std::nullopt, order_sort::segmented},
-                                 {std::string(order_sort_name(order_sort::radix)), std::nullopt, order_sort::radix}});
+    modes.insert(modes.begin(), {{std::string(name_in(order_sorts, order_sort::segmented)), std::nullopt, order_sort::segmented},
+                                 {std::string(name_in(order_sorts, order_sort::radix)), std::nullopt, order_sort::radix}});
   }
   for (auto const& m : modes) {
     HG_EXPECTS(!m.order || request.needs_order(), error_kind::usage,
@@ -464,7 +464,7 @@ int run_compare(compare_options const& o)
     } else if (m.gpu) {
       if (*m.gpu == reduce_mode::hybrid) {
         auto const plan = plan_hybrid({dev->num_cells(), dev->num_points(), dev->max_cell_points()}, reduce_request,
-                                      hybrid_default_thresholds_for(reduce_request));
+                                      hybrid_thresholds_on_device(reduce_request));
         spdlog::debug("hybrid plan: {}", describe(plan));
       }
       (void)reduce(*dev, reduce_request, nodata, *m.gpu, nullptr).kernel_ms();

@@ -4,8 +4,10 @@
 // Host-clean: included by app/ through g++.
 
 #include "heightgrid/core/metrics.hpp"
+#include "heightgrid/core/name_table.hpp"
 #include "heightgrid/kernels/device_csr.hpp"
 
+#include <array>
 #include <optional>
 #include <string_view>
 
@@ -17,8 +19,9 @@ enum class order_sort {
   radix,      ///< two global radix sorts (cub::DeviceRadixSort): by z, then stably by cell
 };
 
-[[nodiscard]] std::string_view order_sort_name(order_sort s) noexcept;
-[[nodiscard]] std::optional<order_sort> parse_order_sort(std::string_view name) noexcept;
+/// The sorts' CLI names (`compare --modes`), read through name_table.hpp's name_in / parse_in.
+inline constexpr std::array<name_row<order_sort>, 2> order_sorts{
+  {{order_sort::segmented, "sort-segmented"}, {order_sort::radix, "sort-radix"}}};
 
 struct order_stats_run {
   cell_results bands;      ///< percentile columns (request.percentiles) and prange
