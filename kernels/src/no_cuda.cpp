@@ -84,6 +84,7 @@ device_cell_results reduce(device_csr const&, metric_request const&, float, redu
 }
 
 hybrid_thresholds default_hybrid_thresholds() { unavailable("default_hybrid_thresholds"); }
+hybrid_thresholds hybrid_thresholds_on_device(metric_request const&) { unavailable("hybrid_thresholds_on_device"); }
 
 device_cell_results reduce_hybrid(device_csr const&, metric_request const&, float, hybrid_thresholds const&,
                                   cudaStream_t)

@@ -12,6 +12,7 @@
 #include "heightgrid/kernels/device_csr.hpp"
 #include "heightgrid/kernels/hybrid_plan.hpp"
 
+#include <algorithm>
 #include <string>
 
 namespace heightgrid {
@@ -55,7 +56,7 @@ void detail::reduce_view(reduce_mode mode, device_csr_view const& csr, metric_re
     case reduce_mode::warp: detail::launch_warp_per_cell(csr, request, out, nodata, stream); return;
     case reduce_mode::cub: detail::launch_cub_segmented(csr, request, out, nodata, stream); return;
     case reduce_mode::hybrid:
-      detail::launch_hybrid(csr, request, out, nodata, hybrid_default_thresholds_for(request), stream);
+      detail::launch_hybrid(csr, request, out, nodata, hybrid_thresholds_on_device(request), stream);
       return;
     case reduce_mode::atomic: break;  // reduces points, not a CSR: reduce() turns it away first
   }
@@ -93,11 +94,20 @@ device_cell_results reduce(device_csr const& csr, metric_request const& request,
   });
 }
 
+hybrid_thresholds hybrid_thresholds_on_device(metric_request const& request)
+{
+  int device = 0;
+  int sms = 0;
+  HG_CUDA_TRY(cudaGetDevice(&device));
+  HG_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  return hybrid_default_thresholds_for(request, static_cast<unsigned>(std::max(sms, 1)));
+}
+
 hybrid_thresholds default_hybrid_thresholds()
 {
   metric_request no_sums;
   no_sums.range = true;
-  return hybrid_default_thresholds_for(no_sums);
+  return hybrid_thresholds_on_device(no_sums);
 }
 
 device_cell_results reduce_hybrid(device_csr const& csr, metric_request const& request, float nodata,

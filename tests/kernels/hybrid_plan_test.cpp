@@ -35,18 +35,20 @@ metric_request with_mean()
 
 hybrid_plan plan(std::uint64_t cells, std::uint64_t points, std::uint64_t max_cell, metric_request const& request)
 {
-  return plan_hybrid({cells, points, max_cell}, request, hybrid_default_thresholds_for(request));
+  return plan_hybrid({cells, points, max_cell}, request, hybrid_default_thresholds_for(request, 132));
 }
 
 TEST(HybridPlan, DefaultThresholdsDependOnSums)
 {
-  auto const plain = hybrid_default_thresholds_for(range_only());
+  auto const plain = hybrid_default_thresholds_for(range_only(), 132);
   EXPECT_EQ(plain.lane_max_points, 32U);
   EXPECT_EQ(plain.warp_max_points, 2048U);
   EXPECT_EQ(plain.queued_warp_max_points, 512U);
-  EXPECT_EQ(plain.warp_grid_max_cells, 8192U);
+  EXPECT_EQ(plain.warp_grid_max_cells, 132U * 64U);  // 64 cells per SM
+  EXPECT_EQ(hybrid_default_thresholds_for(range_only(), 16).warp_grid_max_cells, 16U * 64U);
+  EXPECT_EQ(hybrid_default_thresholds_for(range_only(), 0).warp_grid_max_cells, 64U);  // never 0: a GPU has an SM
   EXPECT_EQ(plain.sums_thread_max_cell_points, 0U);
-  auto const sums = hybrid_default_thresholds_for(with_mean());
+  auto const sums = hybrid_default_thresholds_for(with_mean(), 132);
   EXPECT_EQ(sums.lane_max_points, 128U);
   EXPECT_EQ(sums.warp_max_points, 1024U);
   EXPECT_EQ(sums.sums_thread_max_cell_points, 128U);
@@ -68,8 +70,9 @@ TEST(HybridPlan, OnePointCellsRunThreadPerCell)
 
 TEST(HybridPlan, SmallGridsRunWarpPerCell)
 {
-  EXPECT_EQ(plan(8192, 100000, 8192, range_only()).route, hybrid_route::warp_per_cell);
-  EXPECT_EQ(plan(8193, 100000, 100, range_only()).route, hybrid_route::tiles);
+  // 64 cells per SM: 8448 on the 132 SMs plan() assumes
+  EXPECT_EQ(plan(8448, 100000, 8192, range_only()).route, hybrid_route::warp_per_cell);
+  EXPECT_EQ(plan(8449, 100000, 100, range_only()).route, hybrid_route::tiles);
   EXPECT_EQ(plan(100, 100000, 8193, range_only()).route, hybrid_route::tiles);
 }
 
@@ -140,7 +143,7 @@ TEST(HybridPlan, SmallGridsCutShortChunks)
 
 TEST(HybridPlan, ExplicitCellsPerLaneIsKept)
 {
-  auto t = hybrid_default_thresholds_for(range_only());
+  auto t = hybrid_default_thresholds_for(range_only(), 132);
   t.cells_per_lane = 4;
   auto const p = plan_hybrid({10000000, 10000000, 1}, range_only(), t);
   EXPECT_EQ(p.route, hybrid_route::tiles);  // not thread_per_cell: the rules for auto do not apply

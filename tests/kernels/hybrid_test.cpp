@@ -299,7 +299,8 @@ TEST_F(Hybrid, GridsOfAtMostOnePointPerCell)
 {
   auto const request = metric_request::from({metric::min, metric::max, metric::range, metric::count});
   std::mt19937_64 rng(5);
-  for (std::uint64_t const cells : {1ULL, 31ULL, 32ULL, 33ULL, 8192ULL, 8193ULL, 70001ULL}) {
+  auto const warp_grid_edge = default_hybrid_thresholds().warp_grid_max_cells;  // 64 cells per SM
+  for (std::uint64_t const cells : std::vector<std::uint64_t>{1, 31, 32, 33, warp_grid_edge, warp_grid_edge + 1, 70001}) {
     for (int const percent_full : {0, 30, 100}) {
       std::vector<std::uint64_t> counts(cells);
       for (auto& c : counts) { c = static_cast<int>(rng() % 100) < percent_full ? 1 : 0; }

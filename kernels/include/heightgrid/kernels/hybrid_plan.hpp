@@ -92,8 +92,11 @@ struct hybrid_plan {
                                       hybrid_thresholds const& t) noexcept;
 
 /// The thresholds hybrid uses for `request` by default: default_hybrid_thresholds() without sums,
-/// the sums defaults with them. Host-only, available in builds without CUDA.
-[[nodiscard]] hybrid_thresholds hybrid_default_thresholds_for(metric_request const& request) noexcept;
+/// the sums defaults with them, for a device of `sm_count` multiprocessors (the warp-per-cell path
+/// takes grids of up to 64 cells per SM). Host-only, available in builds without CUDA; the device's
+/// own thresholds: hybrid_thresholds_on_device() (hybrid_tuning.hpp).
+[[nodiscard]] hybrid_thresholds hybrid_default_thresholds_for(metric_request const& request,
+                                                              unsigned sm_count) noexcept;
 
 /// Name of a route ("thread_per_cell", ...).
 [[nodiscard]] char const* hybrid_route_name(hybrid_route route) noexcept;

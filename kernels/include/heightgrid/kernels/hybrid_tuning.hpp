@@ -69,6 +69,10 @@ inline constexpr std::uint32_t hybrid_max_stage_points_per_lane = 64;
 /// Throws error_kind::device in a build without CUDA.
 [[nodiscard]] hybrid_thresholds default_hybrid_thresholds();
 
+/// hybrid_default_thresholds_for(request, SMs of the current device): what reduce() uses.
+/// Throws error_kind::device in a build without CUDA.
+[[nodiscard]] hybrid_thresholds hybrid_thresholds_on_device(metric_request const& request);
+
 /// reduce(csr, request, nodata, reduce_mode::hybrid, stream) with other thresholds. Every choice of
 /// thresholds gives the same min/max/range/count, bit for bit; they only move the time.
 /// Throws error_kind::usage for split_chunk_points == 0 or stage_points_per_lane above

@@ -27,8 +27,9 @@ struct hybrid_threshold_defaults {
   static constexpr std::uint32_t stage_points_per_lane = 0;
   /// 0: cells per lane chosen from the grid's mean points per cell.
   static constexpr std::uint32_t cells_per_lane = 0;
-  /// Grids of up to 8192 cells (a few cells per SM) run one warp per cell: tiles would idle the GPU.
-  static constexpr std::uint64_t warp_grid_max_cells = 8192;
+  /// Grids of up to 64 cells per SM run one warp per cell (64 warps: one full SM's worth each):
+  /// tiles of 32 cells would leave most SMs idle.
+  static constexpr std::uint64_t warp_grid_cells_per_sm = 64;
   /// Sums: the thresholds their kernels were fastest with (lidar 0.61 ms vs 0.79 with the above).
   static constexpr std::uint64_t sums_lane_max_points = 128;
   static constexpr std::uint64_t sums_warp_max_points = 1024;
@@ -132,7 +133,7 @@ hybrid_plan plan_hybrid(hybrid_grid_shape const& shape, metric_request const& re
   return request.needs_sums() ? plan_sums(shape, t) : plan_extremes(shape, t);
 }
 
-hybrid_thresholds hybrid_default_thresholds_for(metric_request const& request) noexcept
+hybrid_thresholds hybrid_default_thresholds_for(metric_request const& request, unsigned sm_count) noexcept
 {
   using d = hybrid_threshold_defaults;
   hybrid_thresholds t{d::lane_max_points, d::warp_max_points, d::split_chunk_points, d::stage_points_per_lane};
@@ -142,7 +143,7 @@ hybrid_thresholds hybrid_default_thresholds_for(metric_request const& request) n
     t.sums_thread_max_cell_points = d::sums_thread_max_cell_points;
   } else {
     t.cells_per_lane = d::cells_per_lane;
-    t.warp_grid_max_cells = d::warp_grid_max_cells;
+    t.warp_grid_max_cells = d::warp_grid_cells_per_sm * std::max(1U, sm_count);
     t.queued_warp_max_points = d::queued_warp_max_points;
   }
   return t;
