@@ -282,7 +282,7 @@ int run_grid(grid_options const& o)
   wopt.creation_options = o.creation_options;
   wopt.overwrite = o.overwrite;
   wopt.nodata = nodata;
-  wopt.input_paths = paths;
+  wopt.inputs = io::input_files(paths);
   wopt.prange_lo = request.prange_lo;
   wopt.prange_hi = request.prange_hi;
   if (!o.preview.empty()) { io::check_preview_path(o.preview, o.overwrite); }

@@ -10,6 +10,7 @@
 #include <cpl_string.h>
 #include <ogr_spatialref.h>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -21,6 +22,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string_view>
 #include <system_error>
@@ -106,17 +108,12 @@ CPLStringList merged_creation_options(output_format format, raster_data_type typ
   return list;
 }
 
-bool same_file(fs::path const& a, fs::path const& b)
+/// (device, inode) of an existing file, or nothing.
+std::optional<std::pair<std::uint64_t, std::uint64_t>> identity_of(std::string const& path)
 {
-  std::error_code ec;
-  if (fs::exists(a, ec) && fs::exists(b, ec)) {
-    bool const same = fs::equivalent(a, b, ec);
-    if (!ec) { return same; }
-  }
-  auto const ca = fs::weakly_canonical(a, ec);
-  if (ec) { return false; }
-  auto const cb = fs::weakly_canonical(b, ec);
-  return !ec && ca == cb;
+  struct stat st{};
+  if (::stat(path.c_str(), &st) != 0) { return std::nullopt; }
+  return std::pair<std::uint64_t, std::uint64_t>{static_cast<std::uint64_t>(st.st_dev), static_cast<std::uint64_t>(st.st_ino)};
 }
 
 std::vector<float> const& float_column(cell_results const& results, metric m) { return results.float_column(m); }
@@ -396,6 +393,42 @@ std::string output_format_for(std::string const& path, std::string const& reques
   return "GTiff";
 }
 
+struct input_files::index {
+  std::map<std::pair<std::uint64_t, std::uint64_t>, std::string> existing;  ///< by (device, inode)
+  std::map<fs::path, std::string> missing;                                  ///< by resolved path
+};
+
+input_files::input_files(std::vector<std::string> const& paths)
+{
+  auto built = std::make_shared<index>();
+  for (auto const& p : paths) {
+    if (auto const id = identity_of(p)) {
+      built->existing.emplace(*id, p);
+      continue;
+    }
+    std::error_code ec;
+    auto resolved = fs::weakly_canonical(p, ec);
+    if (!ec) { built->missing.emplace(std::move(resolved), p); }
+  }
+  index_ = std::move(built);
+}
+
+std::string const* input_files::same_as(std::string const& path) const
+{
+  if (!index_) { return nullptr; }
+  if (auto const id = identity_of(path)) {
+    auto const it = index_->existing.find(*id);
+    return it == index_->existing.end() ? nullptr : &it->second;
+  }
+  // A path that does not exist yet can only be an input that does not exist either.
+  if (index_->missing.empty()) { return nullptr; }
+  std::error_code ec;
+  auto const resolved = fs::weakly_canonical(path, ec);
+  if (ec) { return nullptr; }
+  auto const it = index_->missing.find(resolved);
+  return it == index_->missing.end() ? nullptr : &it->second;
+}
+
 void check_output_path(std::string const& path, raster_write_options const& options)
 {
   auto const format = parse_format(options.format);
@@ -404,9 +437,8 @@ void check_output_path(std::string const& path, raster_write_options const& opti
   HG_EXPECTS(!path.empty(), error_kind::usage, "the output path is empty");
   fs::path const target(path);
   // Before the existence test, so that an input is never offered to --overwrite.
-  for (auto const& input : options.input_paths) {
-    HG_EXPECTS(!same_file(target, input), error_kind::output,
-            path + ": output is the input '" + input + "'; refusing to replace it");
+  if (auto const* input = options.inputs.same_as(path)) {
+    throw error(error_kind::output, path + ": output is the input '" + *input + "'; refusing to replace it");
   }
   std::error_code ec;
   check_output_target(path, options.overwrite);

@@ -281,13 +281,13 @@ TEST_F(GeotiffWriter, OutputThatIsAnInputIsRefused)
   fs::create_directory(dir / "sub");
   auto o = options();
   o.overwrite = true;
-  o.input_paths = {(dir / "sub" / ".." / "in.tif").string()};
+  o.inputs = input_files({(dir / "sub" / ".." / "in.tif").string()});
   auto const message = error_of(
     [&] { write_grid((dir / "in.tif").string(), g.grid, g.results, {metric::range}, o); }, error_kind::output);
   EXPECT_NE(message.find("output is the input"), std::string::npos) << message;
   EXPECT_EQ(slurp(dir / "in.tif"), "input");
   // Not yet existing paths are compared after resolving them.
-  o.input_paths = {(dir / "sub" / ".." / "new.tif").string()};
+  o.inputs = input_files({(dir / "sub" / ".." / "new.tif").string()});
   EXPECT_THROW(check_output_path((dir / "new.tif").string(), o), error);
 }
 
