@@ -192,7 +192,7 @@ struct tiled_setup {
 /// What this process does in a tiled job.
 enum class tiled_role {
   alone,        ///< plans, writes the directory and grids every tile
-  coordinator,  ///< MPI rank 0: plans and writes the directory; grids nothing (needs no GPU)
+  coordinator,  ///< MPI rank 0: plans, writes the directory, hands out tiles, and grids some too
   worker,       ///< another MPI rank: grids the tiles rank 0 hands it
 };
 
@@ -222,7 +222,7 @@ tiled_setup open_catalogue(grid_options const& o, grid_job_options const& job, s
   t.skip_bad = o.skip_bad;
   t.batch_points = o.in.reader.chunk_points;
   HG_EXPECTS(o.gpus.empty() || job.device != device_choice::cpu, error_kind::usage, "--gpus cannot be used with --device cpu");
-  if (role != tiled_role::coordinator) { t.gpus = parse_gpus(o.gpus); }
+  t.gpus = parse_gpus(o.gpus);
 
   // The output directory, before any input is read.
   if (role != tiled_role::worker) {
@@ -288,7 +288,7 @@ tiled_setup open_catalogue(grid_options const& o, grid_job_options const& job, s
 
   // Where the tiles are gridded: --gpus, else the job's device choice (auto: the GPU when the whole
   // catalogue is big enough; its stage then serves every tile).
-  if (t.gpus.empty() && job.device == device_choice::automatic && role != tiled_role::coordinator) {
+  if (t.gpus.empty() && job.device == device_choice::automatic) {
     std::uint64_t points = 0;
     for (auto const& e : catalogue) { points += e.points; }
     t.job.device = points > 0 && auto_wants_gpu(points, job.request) && gpu_available() ? device_choice::gpu
@@ -373,6 +373,16 @@ int launched_ranks()
 #if HEIGHTGRID_HAVE_MPI
 namespace {
 
+/// The threads of this rank's tile worker: the host's cores are shared by its ranks unless
+/// --threads says how many each takes.
+unsigned rank_threads(mpi_world const& world, grid_options const& o, grid_job_options const& job)
+{
+  if (o.run.threads != 0) { return job.threads; }
+  unsigned const threads = std::max(1u, job.threads / static_cast<unsigned>(world.local_workers()));
+  omp_set_num_threads(static_cast<int>(threads));
+  return threads;
+}
+
 /// A rank other than 0: quiet (rank 0 reports; warnings come to it with each tile's outcome), its
 /// own catalogue, then the tiles rank 0 hands it.
 int serve_tiles(mpi_world const& world, grid_options const& o, grid_job_options const& job,
@@ -391,12 +401,7 @@ int serve_tiles(mpi_world const& world, grid_options const& o, grid_job_options 
   } catch (std::exception const& e) {
     return fail_tile_rank(world, error(error_kind::internal, e.what()));
   }
-  // The host's cores are shared by its worker ranks unless --threads says how many each takes.
-  unsigned threads = job.threads;
-  if (o.run.threads == 0) {
-    threads = std::max(1u, job.threads / static_cast<unsigned>(world.local_workers()));
-    omp_set_num_threads(static_cast<int>(threads));
-  }
+  unsigned const threads = rank_threads(world, o, job);
   auto const& gpus = s.t.gpus;
   int const device = gpus.empty() ? -1 : gpus[static_cast<std::size_t>(world.local_worker()) % gpus.size()];
   try {
@@ -425,11 +430,14 @@ int run_grid_tiled(grid_options const& o, grid_job_options const& job, std::vect
   mpi_world world;
   if (world.size() == 1) { return here(); }
   if (world.rank() != 0) { return serve_tiles(world, o, job, bands, write, paths); }
-  // Rank 0 coordinates: it plans, writes the manifest, the log and the VRT, and hands out tiles.
+  // Rank 0 coordinates: it plans, writes the manifest, the log and the VRT, and hands out tiles;
+  // a worker of its own grids tiles too (its share of the host's cores, like every rank).
   mpi_tile_ranks ranks(world);
   int code = 0;
   try {
-    auto s = open_catalogue(o, job, bands, write, paths, tiled_role::coordinator);
+    grid_job_options rank_job = job;
+    rank_job.threads = rank_threads(world, o, job);
+    auto s = open_catalogue(o, rank_job, bands, write, paths, tiled_role::coordinator);
     s.t.remote = &ranks;
     code = report_tiled(run_tiled_job(s.catalogue, s.open, s.t), s.unopened, start, o);
   } catch (...) {

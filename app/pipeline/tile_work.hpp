@@ -93,6 +93,7 @@ class tile_coordinator {
     bool counted{false};  ///< gridded in this run (not only by an earlier one, --resume)
     std::uint64_t binned{0};
     std::uint64_t non_empty{0};
+    double points{0.0};  ///< the points its inputs' headers put in it (each spread evenly over the tiles it meets)
   };
 
   void requeue(std::uint64_t index, std::vector<std::string>& log_lines);
@@ -131,6 +132,8 @@ class tile_worker {
   [[nodiscard]] double busy_seconds() const noexcept { return busy_s_; }
   [[nodiscard]] double gpu_seconds() const noexcept { return gpu_busy_s_; }
   [[nodiscard]] std::uint64_t tiles() const noexcept { return tiles_; }
+  /// Names the process it runs in ("rank 0 on HOST") in name() and before a failed tile's message.
+  void set_label(std::string label) { label_ = std::move(label); }
 
  private:
   tiled_job_options const& o_;
@@ -141,6 +144,7 @@ class tile_worker {
   unsigned threads_;
   std::shared_ptr<gpu_stage> gpu_;
   std::string device_name_;
+  std::string label_;
   double busy_s_{0.0};
   double gpu_busy_s_{0.0};
   double gpu_total_s_{0.0};  ///< the stage's binner's times so far (they add up over its tiles)
@@ -166,6 +170,8 @@ class remote_tile_workers {
   virtual void run(tile_coordinator& c, tiling const& layout, tile_log const& log, bool show_progress) = 0;
   /// Per worker: its name, tiles gridded and seconds inside them, appended to the report.
   virtual void describe(tiled_job_report& r) const = 0;
+  /// This process as the workers' names call theirs ("rank 0 on HOST"): its own worker's label.
+  [[nodiscard]] virtual std::string local_label() const = 0;
 };
 
 }  // namespace heightgrid::app

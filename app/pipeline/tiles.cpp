@@ -10,6 +10,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <exception>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -112,22 +113,34 @@ tile_coordinator::tile_coordinator(tiling layout, std::vector<catalogue_entry> c
   // other header that lies (complete()).
   for (std::size_t s = 0; s < catalogue_.size(); ++s) {
     auto const& d = catalogue_[s].declared;
+    auto const points = static_cast<double>(catalogue_[s].points);
     if (!d || d->empty()) {
-      for (std::uint64_t t = 0; t < layout_.count(); ++t) { tiles_[t].sources.push_back(s); }
+      for (std::uint64_t t = 0; t < layout_.count(); ++t) {
+        tiles_[t].sources.push_back(s);
+        tiles_[t].points += points / static_cast<double>(layout_.count());
+      }
       continue;
     }
     std::uint32_t tx0 = 0, tx1 = 0, ty0 = 0, ty1 = 0;
     if (!layout_.tiles_meeting(*d, 0, tx0, tx1, ty0, ty1)) { continue; }
+    double const share = points / (static_cast<double>(tx1 - tx0 + 1) * static_cast<double>(ty1 - ty0 + 1));
     for (std::uint32_t ty = ty0; ty <= ty1; ++ty) {
       for (std::uint32_t tx = tx0; tx <= tx1; ++tx) {
-        tiles_[std::uint64_t{ty} * layout_.tiles_x() + tx].sources.push_back(s);
+        auto& tile = tiles_[std::uint64_t{ty} * layout_.tiles_x() + tx];
+        tile.sources.push_back(s);
+        tile.points += share;
       }
     }
   }
+  // Biggest tiles first (longest processing time first): a big tile handed out last would run
+  // alone while every other worker waits. Ties keep the tiles' order.
+  std::vector<std::pair<double, std::uint64_t>> order;
   for (auto& [index, tile] : tiles_) {
     tile.state = tile_state::pending;
-    queue_.push_back(index);
+    order.emplace_back(tile.points, index);
   }
+  std::stable_sort(order.begin(), order.end(), [](auto const& a, auto const& b) { return a.first > b.first; });
+  for (auto const& entry : order) { queue_.push_back(entry.second); }
   planned_ = tiles_.size();
 }
 
@@ -339,10 +352,11 @@ tile_worker::tile_worker(tiled_job_options const& o, tiling const& layout, std::
 
 std::string tile_worker::name() const
 {
-  if (device_ < 0 && gpu_ == nullptr) { return "worker (" + std::to_string(threads_) + " threads)"; }
+  std::string const prefix = label_.empty() ? std::string() : label_ + ", ";
+  if (device_ < 0 && gpu_ == nullptr) { return prefix + "worker (" + std::to_string(threads_) + " threads)"; }
   std::string n = device_ >= 0 ? "GPU " + std::to_string(device_) : std::string("GPU");
   if (!device_name_.empty()) { n += " (" + device_name_ + ")"; }
-  return n + ", " + std::to_string(threads_) + " threads";
+  return prefix + n + ", " + std::to_string(threads_) + " threads";
 }
 
 tile_outcome tile_worker::run(tile_task const& task)
@@ -417,6 +431,7 @@ tile_outcome tile_worker::run(tile_task const& task)
     out.message = e.what();
     out.error = error_kind::internal;
   }
+  if (out.status == tile_outcome::kind::failed && !label_.empty()) { out.message = label_ + ": " + out.message; }
   out.seconds = std::chrono::duration<double>(clock_type::now() - start).count();
   busy_s_ += out.seconds;
   gpu_busy_s_ += out.gpu_seconds;
@@ -597,11 +612,31 @@ tiled_job_report run_tiled_job(std::vector<catalogue_entry> const& catalogue, ti
     log_writer log(dir / log_name);
     tile_log const append = [&](std::vector<std::string> const& lines) { log.append(lines); };
     bool const progress = o.job.progress_terminal;
-    // Workers: MPI ranks (this process only coordinates); else one per GPU, the cores shared among
-    // them; else one worker with every core.
+    // Workers: with MPI ranks, one here (on a thread of its own: this thread talks to the ranks)
+    // beside theirs; else one per GPU, the cores shared among them; else one worker with every core.
     std::vector<std::unique_ptr<tile_worker>> workers;
     if (o.remote != nullptr) {
-      o.remote->run(c, layout, append, progress);
+      workers.push_back(
+        std::make_unique<tile_worker>(o, layout, catalogue, open, o.gpus.empty() ? -1 : o.gpus.front(), threads));
+      workers.front()->set_label(o.remote->local_label());
+      std::exception_ptr local_failure;
+      std::thread local([&] {
+        try {
+          run_tiles_here(c, workers, append, false);
+        } catch (...) {
+          local_failure = std::current_exception();
+          c.fail(error(error_kind::internal, "rank 0's tile worker stopped"));
+        }
+      });
+      try {
+        o.remote->run(c, layout, append, progress);
+      } catch (...) {
+        c.fail(error(error_kind::internal, "MPI: the conversation with the ranks failed"));  // stops the worker here
+        local.join();
+        throw;
+      }
+      local.join();
+      if (local_failure) { std::rethrow_exception(local_failure); }
     } else {
       std::size_t const n = std::max<std::size_t>(1, o.gpus.size());
       unsigned const per_worker = std::max(1u, threads / static_cast<unsigned>(n));

@@ -63,8 +63,9 @@ struct tiled_job_options {
   bool skip_bad{false};
   std::vector<int> gpus;           ///< CUDA devices, one tile worker each; empty: one worker
   std::size_t batch_points{default_part_points};  ///< the largest part of any input
-  /// Workers in other processes (MPI ranks: tiles_mpi.hpp) that grid every tile instead of workers
-  /// of this one; null: this process grids them.
+  /// Workers in other processes (MPI ranks: tiles_mpi.hpp) that grid tiles beside this process's
+  /// one worker (the first of `gpus`, or the CPU, with job.threads threads); null: this process
+  /// grids every tile with its own workers.
   remote_tile_workers* remote{nullptr};
 };
 

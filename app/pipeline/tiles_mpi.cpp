@@ -6,12 +6,18 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
+#include <optional>
 #include <thread>
 #include <type_traits>
 #include <utility>
 
 namespace heightgrid::app {
 namespace {
+
+/// Tiles a worker rank holds at most: the one it grids and the next, sent before it asks, so that no
+/// rank waits for a message between two tiles.
+constexpr std::size_t tiles_in_hand = 2;
 
 /// Message tags (tiles_mpi.hpp has the conversation).
 enum tag : int {
@@ -146,23 +152,28 @@ struct message {
 /// The next message from `source` (MPI_ANY_SOURCE: any rank). Waits by probing and sleeping rather
 /// than in MPI_Recv, which spins a core in Open MPI: rank 0 waits for tiles that take seconds, on
 /// cores the workers need. A millisecond or two of latency per tile is nothing against that.
-message receive(int source)
+std::optional<message> try_receive(int source)
 {
   MPI_Status status{};
-  auto pause = std::chrono::microseconds(20);
-  for (;;) {
-    int ready = 0;
-    mpi_try(MPI_Iprobe(source, MPI_ANY_TAG, MPI_COMM_WORLD, &ready, &status), "MPI_Iprobe");
-    if (ready != 0) { break; }
-    std::this_thread::sleep_for(pause);
-    pause = std::min(pause * 2, std::chrono::microseconds(2000));
-  }
+  int ready = 0;
+  mpi_try(MPI_Iprobe(source, MPI_ANY_TAG, MPI_COMM_WORLD, &ready, &status), "MPI_Iprobe");
+  if (ready == 0) { return std::nullopt; }
   int count = 0;
   mpi_try(MPI_Get_count(&status, MPI_BYTE, &count), "MPI_Get_count");
   message m{status.MPI_SOURCE, status.MPI_TAG, std::vector<char>(static_cast<std::size_t>(std::max(count, 0)))};
   // Messages between two ranks with one tag do not overtake each other: this is the probed one.
   mpi_try(MPI_Recv(m.bytes.data(), count, MPI_BYTE, m.source, m.tag, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
   return m;
+}
+
+message receive(int source)
+{
+  auto pause = std::chrono::microseconds(20);
+  for (;;) {
+    if (auto m = try_receive(source)) { return std::move(*m); }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, std::chrono::microseconds(2000));
+  }
 }
 
 std::vector<char> done_message(int exit_code)
@@ -315,19 +326,16 @@ mpi_world::mpi_world()
   int length = 0;
   MPI_Get_processor_name(name, &length);
   host_.assign(name, static_cast<std::size_t>(std::max(length, 0)));
-  // The ranks of this host (ordered by world rank), and whether rank 0, which grids nothing, is one.
+  // The ranks of this host, ordered by world rank: every rank grids (rank 0 too, beside coordinating).
   MPI_Comm local = MPI_COMM_NULL;
   MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &local);
   int local_rank = 0;
   int local_size = 1;
   MPI_Comm_rank(local, &local_rank);
   MPI_Comm_size(local, &local_size);
-  int lowest = rank_;
-  MPI_Allreduce(&rank_, &lowest, 1, MPI_INT, MPI_MIN, local);
   MPI_Comm_free(&local);
-  int const coordinator_here = lowest == 0 ? 1 : 0;
-  local_workers_ = std::max(1, local_size - coordinator_here);
-  local_worker_ = std::max(0, local_rank - coordinator_here);
+  local_workers_ = std::max(1, local_size);
+  local_worker_ = std::max(0, local_rank);
 }
 
 mpi_world::~mpi_world() { MPI_Finalize(); }
@@ -340,7 +348,7 @@ void mpi_world::abort(int exit_code) const noexcept
 
 // ---- rank 0 -------------------------------------------------------------------------------------
 
-mpi_tile_ranks::mpi_tile_ranks(mpi_world const& world)
+mpi_tile_ranks::mpi_tile_ranks(mpi_world const& world) : host_(world.host())
 {
   for (int r = 1; r < world.size(); ++r) { workers_[r] = worker{}; }
 }
@@ -384,43 +392,51 @@ void mpi_tile_ranks::run(tile_coordinator& c, tiling const& layout, tile_log con
   for (auto& [r, w] : workers_) {
     send(r, tag_round, round);
     w.in_round = true;
-    w.owes_message = true;  // its request
+    w.owes_request = true;
   }
-  std::vector<int> idle;  // ranks waiting for a tile
   for (;;) {
-    while (!idle.empty()) {
-      auto task = c.next();
-      if (!task) { break; }
-      int const r = idle.back();
-      idle.pop_back();
-      send(r, tag_task, encode_task(*task));
-      auto& w = workers_.at(r);
-      w.task = std::move(task);
-      w.owes_message = true;
+    // Every worker that asked holds tiles_in_hand tiles while there are tiles to hand out: first one
+    // each, then the next, so that few tiles go to as many ranks as possible.
+    for (std::size_t depth = 1; depth <= tiles_in_hand; ++depth) {
+      for (auto& [r, w] : workers_) {
+        if (w.owes_request || w.tasks.size() >= depth) { continue; }
+        auto task = c.next();
+        if (!task) { break; }
+        send(r, tag_task, encode_task(*task));
+        w.tasks.push_back(std::move(*task));
+      }
     }
-    // Every rank waits and nothing is handed out: no tile runs that could requeue one, so the
-    // coordinator is finished (or stopped by a failure).
-    if (idle.size() == workers_.size()) { break; }
+    bool const waiting = std::any_of(workers_.begin(), workers_.end(),
+                                     [](auto const& entry) { return entry.second.owes_request || !entry.second.tasks.empty(); });
+    if (!waiting) {
+      // Nothing out with the ranks and nothing to hand out. Rank 0's own worker (run_tiled_job)
+      // may still grid a tile that requeues others: wait for it; else the coordinator is finished
+      // (or stopped by a failure).
+      if (!c.idle_worker_may_get_work()) { break; }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      continue;
+    }
     auto const m = receive(MPI_ANY_SOURCE);
     auto& w = workers_.at(m.source);
-    HG_EXPECTS(w.owes_message && (m.tag == tag_request || (m.tag == tag_outcome && w.task)), error_kind::internal,
+    bool const expected = m.tag == tag_request ? w.owes_request : m.tag == tag_outcome && !w.owes_request && !w.tasks.empty();
+    HG_EXPECTS(expected, error_kind::internal,
             "MPI: " + rank_name(m.source, w.host) + " sent an unexpected message (tag " + std::to_string(m.tag) + ")");
-    w.owes_message = false;
-    if (m.tag == tag_outcome) {
-      auto outcome = decode_outcome(m.bytes, &w.name);
-      // A failed tile fails the job: say where it failed.
-      if (outcome.status == tile_outcome::kind::failed) {
-        outcome.message = rank_name(m.source, w.host) + ": " + outcome.message;
-      }
-      tile_task const task = std::move(*w.task);
-      w.task.reset();
-      ++w.tiles;
-      w.busy_s += outcome.seconds;
-      w.gpu_s += outcome.gpu_seconds;
-      log(c.complete(task, outcome));
-      if (show_progress) { c.report_progress(); }
+    if (m.tag == tag_request) {
+      w.owes_request = false;
+      continue;
     }
-    idle.push_back(m.source);
+    auto outcome = decode_outcome(m.bytes, &w.name);
+    // A failed tile fails the job: say where it failed.
+    if (outcome.status == tile_outcome::kind::failed) {
+      outcome.message = rank_name(m.source, w.host) + ": " + outcome.message;
+    }
+    tile_task const task = std::move(w.tasks.front());
+    w.tasks.pop_front();
+    ++w.tiles;
+    w.busy_s += outcome.seconds;
+    w.gpu_s += outcome.gpu_seconds;
+    log(c.complete(task, outcome));
+    if (show_progress) { c.report_progress(); }
   }
   for (auto& [r, w] : workers_) {
     send(r, tag_end_round, {});
@@ -436,6 +452,8 @@ void mpi_tile_ranks::describe(tiled_job_report& r) const
   }
 }
 
+std::string mpi_tile_ranks::local_label() const { return rank_name(0, host_); }
+
 void mpi_tile_ranks::finish(int exit_code)
 {
   if (finished_) { return; }
@@ -443,10 +461,12 @@ void mpi_tile_ranks::finish(int exit_code)
   auto const done = done_message(exit_code);
   for (auto& [r, w] : workers_) {
     read_hello(r);
-    if (w.owes_message) {  // a tile that finished after the job failed: its outcome changes nothing
+    // A request, and the outcomes of tiles that finished after the job failed: they change nothing.
+    if (w.owes_request) {
       (void)receive(r);
-      w.owes_message = false;
+      w.owes_request = false;
     }
+    for (; !w.tasks.empty(); w.tasks.pop_front()) { (void)receive(r); }
     if (w.in_round) {
       send(r, tag_end_round, {});
       w.in_round = false;
@@ -475,15 +495,27 @@ int serve_tile_rank(mpi_world const& world, std::vector<catalogue_entry> const& 
     tiling const layout = decode_tiling(m.bytes);
     tile_worker w(o, layout, catalogue, open, device, threads);
     send(0, tag_request, {});
-    for (;;) {
-      auto const t = receive(0);
-      if (t.tag == tag_end_round) { break; }
-      HG_EXPECTS(t.tag == tag_task, error_kind::internal, "MPI: expected a tile from rank 0, got tag " + std::to_string(t.tag));
-      auto const task = decode_task(t.bytes);
-      HG_EXPECTS(task.index < layout.count() &&
-                std::all_of(task.sources.begin(), task.sources.end(), [&](std::size_t s) { return s < catalogue.size(); }),
-              error_kind::internal, "MPI: rank 0 sent a tile outside the grid or the catalogue");
-      auto const outcome = w.run(task);
+    std::deque<tile_task> in_hand;  // rank 0 sends the next tile before this one ends
+    for (bool round_over = false; !round_over;) {
+      // Take the tiles that arrived; wait only with none in hand.
+      while (auto t = in_hand.empty() ? std::optional<message>(receive(0)) : try_receive(0)) {
+        if (t->tag == tag_end_round) {
+          HG_EXPECTS(in_hand.empty(), error_kind::internal, "MPI: rank 0 ended the round before this rank's tiles");
+          round_over = true;
+          break;
+        }
+        HG_EXPECTS(t->tag == tag_task, error_kind::internal,
+                   "MPI: expected a tile from rank 0, got tag " + std::to_string(t->tag));
+        auto task = decode_task(t->bytes);
+        HG_EXPECTS(task.index < layout.count() &&
+                     std::all_of(task.sources.begin(), task.sources.end(),
+                                 [&](std::size_t s) { return s < catalogue.size(); }),
+                   error_kind::internal, "MPI: rank 0 sent a tile outside the grid or the catalogue");
+        in_hand.push_back(std::move(task));
+      }
+      if (round_over) { break; }
+      auto const outcome = w.run(in_hand.front());
+      in_hand.pop_front();
       send(0, tag_outcome, encode_outcome(outcome, w.name()));
     }
   }

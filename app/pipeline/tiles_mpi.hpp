@@ -1,10 +1,12 @@
 #pragma once
 // A tiled job (tiles.hpp) spread over MPI ranks: `mpirun -n N heightgrid grid ... --tile-size T`
-// or `srun -n N ...`. Rank 0 only coordinates: it plans the grid, prepares the directory (the only
-// rank that touches the manifest, the tile log and the VRT) and hands tiles out through its
+// or `srun -n N ...`. Rank 0 coordinates: it plans the grid, prepares the directory (the only rank
+// that touches the manifest, the tile log and the VRT) and hands tiles out through its
 // tile_coordinator, one at a time to whichever rank asks, so late-input requeues and --skip-bad
-// work as in one process. Every other rank opens the same catalogue itself and grids the tiles it is
-// handed with its own tile_worker (the CPU, or its GPU of --gpus), writing their files itself.
+// work as in one process; its main thread does the talking (sleeping between messages) while a
+// tile_worker of its own grids tiles from the same coordinator (run_tiled_job). Every other rank
+// opens the same catalogue itself and grids the tiles it is handed with its own tile_worker (the
+// CPU, or its GPU of --gpus), writing their files itself. N ranks grid with N workers.
 // Defined in tiles_mpi.cpp, compiled only with MPI (HEIGHTGRID_HAVE_MPI); mpi.h stays in there.
 //
 // The conversation between rank 0 and each worker rank, in messages of bytes encoded here (host
@@ -13,9 +15,10 @@
 //                           the catalogue
 //   0 -> worker  round      a planning of the grid (the tiling); the grid is planned again when a
 //                           point lies outside it, so there may be several rounds
-//   worker -> 0  request    ready for a tile
-//   0 -> worker  task       a tile_task                                 } until the coordinator
-//   worker -> 0  outcome    its tile_outcome, which also asks for more  } is finished
+//   worker -> 0  request    ready for tiles
+//   0 -> worker  task       a tile_task: up to two ahead, so that the   } until the coordinator
+//                           next is there when a tile ends              } is finished
+//   worker -> 0  outcome    its tile_outcome, which also asks for more  }
 //   0 -> worker  end round
 //   0 -> worker  done       the job's exit code: every rank exits with it
 // A tile that fails on a worker fails the job as it would in one process: rank 0's coordinator stops
@@ -28,6 +31,7 @@
 #include "heightgrid/core/error.hpp"
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <string>
@@ -48,7 +52,7 @@ class mpi_world {
 
   [[nodiscard]] int rank() const noexcept { return rank_; }
   [[nodiscard]] int size() const noexcept { return size_; }
-  /// Among the worker ranks (all but 0) on this host, this rank's place and how many there are:
+  /// Among the ranks on this host (every rank grids), this rank's place and how many there are:
   /// worker k of a host uses GPU gpus[k % gpus.size()] and its share of the host's cores.
   [[nodiscard]] int local_worker() const noexcept { return local_worker_; }
   [[nodiscard]] int local_workers() const noexcept { return local_workers_; }
@@ -73,6 +77,7 @@ class mpi_tile_ranks final : public remote_tile_workers {
   void check_catalogue(std::vector<catalogue_entry> const& catalogue) override;
   void run(tile_coordinator& c, tiling const& layout, tile_log const& log, bool show_progress) override;
   void describe(tiled_job_report& r) const override;
+  [[nodiscard]] std::string local_label() const override;
 
   /// The end of the job, whatever happened before (call it after rank 0 reported): reads what
   /// the workers still send, ends a round left open by an error, and tells every worker the job's
@@ -83,8 +88,8 @@ class mpi_tile_ranks final : public remote_tile_workers {
   struct worker {
     bool hello_pending{true};  ///< its hello is still to be read
     bool in_round{false};      ///< a round was sent and not ended
-    bool owes_message{false};  ///< a request or an outcome is on its way
-    std::optional<tile_task> task;  ///< the tile it grids
+    bool owes_request{false};  ///< its first request of the round is on its way
+    std::deque<tile_task> tasks;  ///< sent to it, their outcomes still to come (the first it grids)
     std::optional<error> setup_error;
     std::uint64_t inputs{0};  ///< in its catalogue
     std::uint64_t fingerprint{0};
@@ -98,6 +103,7 @@ class mpi_tile_ranks final : public remote_tile_workers {
   void read_hello(int r);
 
   std::map<int, worker> workers_;  ///< by rank
+  std::string host_;               ///< rank 0's
   bool finished_{false};
 };
 

@@ -111,11 +111,11 @@ TEST_F(MpiTiles, ThreeRanksWriteTheBytesOfOneProcess)
     EXPECT_TRUE(it->second == bytes) << name << " differs between one process and three ranks";
   }
   EXPECT_EQ(bytes_of(out("one/dsm/.heightgrid-tiles")), bytes_of(out("three/dsm/.heightgrid-tiles")));
-  // Only rank 0 reports: one summary line, naming the two worker ranks.
+  // Only rank 0 reports: one summary line, naming the three ranks (rank 0 grids too).
   EXPECT_EQ(count_of(three.output, "tiles of 64 x 64 cells"), 1u) << three.output;
+  EXPECT_NE(three.output.find("rank 0 on "), std::string::npos) << three.output;
   EXPECT_NE(three.output.find("rank 1 on "), std::string::npos) << three.output;
   EXPECT_NE(three.output.find("rank 2 on "), std::string::npos) << three.output;
-  EXPECT_EQ(three.output.find("rank 0 on "), std::string::npos) << three.output;
 }
 
 TEST_F(MpiTiles, InputsPastTheirHeadersRegridAndReplanAsInOneProcess)
@@ -161,7 +161,8 @@ TEST_F(MpiTiles, SkipBadLeavesTheInputOutAndExitsSeven)
 
 TEST_F(MpiTiles, TileThatFailsOnAWorkerRankFailsTheJob)
 {
-  // A directory where a tile's file goes: the worker rank that grids the tile cannot write it.
+  // A directory where a tile's file goes: the rank that grids the tile (rank 0 or another) cannot
+  // write it.
   fs::create_directories(out("dsm/dsm_2_2.tif"));
   auto const r = run_ranks(3, grid(out("dsm"), "--overwrite"));
   EXPECT_NE(r.code, 0) << r.output;
