@@ -343,40 +343,65 @@ if [[ $part == gpus ]]; then
 fi
 
 if [[ $part == mpi ]]; then
-  # MPI scaling of a tiled job with the CPU backend (issue #19): 64 LAS files of 1.5625e6 points
-  # (10^8), one tile per file; a plain run, then 2, 4, 8, 16 (and 17) ranks, one thread each. Rank 0
-  # only coordinates, so N ranks grid with N - 1.
+  # MPI scaling of a tiled job with the CPU backend, and a catalogue of >= 1000 tiles against one
+  # run (issue #19): 32 x 32 = 1024 LAS files of MPI_FILE_POINTS points on 250 x 250 m, gridded as
+  # 1024 tiles of 250 x 250 cells; a plain run, then MPI_RANKS ranks (every rank grids, rank 0 too),
+  # one thread each. The machine's own ceiling in the same run: 16 plain single-threaded processes
+  # at once, each over a sixteenth of the files, against one of them alone.
   command -v mpirun > /dev/null || { fail "mpirun not found"; }
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-  per_file=${MPI_FILE_POINTS:-1562500}
+  per_file=${MPI_FILE_POINTS:-366000}
   cat_dir=$work/mpicat_$per_file
+  step "catalogue: 1024 files of $per_file points"; nproc
   if [[ ! -d $cat_dir ]]; then
     mkdir -p "$cat_dir"
-    for i in $(seq 0 7); do
-      for j in $(seq 0 7); do
-        heightgrid synth lidar --points "$per_file" --threads 2 --seed $((i * 8 + j + 1)) --a_srs EPSG:32633 -q \
-          --extent $((i * 1250)) $((j * 1250)) $((i * 1250 + 1250)) $((j * 1250 + 1250)) -o "$cat_dir/t_${i}_$j.las" &
+    for i in $(seq 0 31); do
+      for j in $(seq 0 31); do
+        heightgrid synth lidar --points "$per_file" --threads 1 --seed $((i * 32 + j + 1)) --a_srs EPSG:32633 -q \
+          --extent $((i * 250)) $((j * 250)) $((i * 250 + 250)) $((j * 250 + 250)) -o "$cat_dir/t_${i}_$j.las" &
+        (( (j + 1) % 16 == 0 )) && wait
       done
-      wait
     done
+    wait
   fi
-  args=("$cat_dir" --res 1 --tile-size 1250 --device cpu --threads 1 ${MPI_ARGS:-})
+  heightgrid info "$cat_dir" 2>&1 | head -6
+  args=("$cat_dir" --res 1 --tile-size 250 --device cpu --threads 1 ${MPI_ARGS:-})
   heightgrid grid "${args[@]}" -o "$work/m_warm" -q; rm -rf "$work/m_warm"
-  for n in ${MPI_RANKS:-1 2 3 5 9 17}; do
+  for n in ${MPI_RANKS:-1 2 4 8 16}; do
     rm -rf "$work/m_$n"
     if (( n == 1 )); then
-      /usr/bin/time -f "%e" -o "$work/time" heightgrid grid "${args[@]}" -o "$work/m_$n" -q
+      /usr/bin/time -f "%e %M" -o "$work/time" heightgrid grid "${args[@]}" -o "$work/m_$n" -q
     else
-      /usr/bin/time -f "%e" -o "$work/time" mpirun -n $n --oversubscribe --bind-to none heightgrid grid "${args[@]}" -o "$work/m_$n" -q
+      /usr/bin/time -f "%e %M" -o "$work/time" mpirun -n $n --oversubscribe --bind-to none heightgrid grid "${args[@]}" -o "$work/m_$n" -v > "$work/m_$n.log" 2>&1
     fi
-    rc=$?; (( rc == 0 )) || fail "mpi $n ranks exited $rc"
-    echo "ranks $n (gridding $(( n > 1 ? n - 1 : 1 ))): wall $(tail -1 "$work/time") s"
+    rc=$?; (( rc == 0 )) || { fail "mpi $n ranks exited $rc"; tail -5 "$work/m_$n.log"; }
+    read -r w m < "$work/time"
+    echo "ranks $n: wall $w s, peak RSS $((m / 1024)) MiB"
+    [[ -f $work/m_$n.log ]] && grep -E 'tiles of' "$work/m_$n.log" | sed 's/^heightgrid: info: //' | cut -c1-400
   done
-  for n in ${MPI_RANKS:-1 2 3 5 9 17}; do
+  for n in ${MPI_RANKS:-1 2 4 8 16}; do
     (( n == 1 )) && continue
     bad=0; for f in "$work/m_1"/m_1_*.tif; do cmp -s "$f" "$work/m_$n/m_${n}_${f#"$work/m_1/m_1_"}" || bad=$((bad + 1)); done
-    echo "ranks $n vs plain: $bad tiles differ"; (( bad == 0 )) || fail "mpi $n tiles differ"
+    echo "ranks $n vs plain: $(ls "$work/m_1"/m_1_*.tif | wc -l) tiles, $bad differ"; (( bad == 0 )) || fail "mpi $n tiles differ"
   done
+  step "the 1024 tiles' mosaic against one raster of the whole grid (every cell, bit for bit)"
+  /usr/bin/time -f "%e %M" -o "$work/time" heightgrid grid "$cat_dir" --res 1 --device cpu --co NUM_THREADS=1 ${MPI_ARGS:-} -o "$work/single.tif" -q --overwrite
+  echo "single raster: wall $(cut -d' ' -f1 "$work/time") s"
+  raster_equal "$work/single.tif" "$work/m_1/m_1.vrt" || fail "mosaic differs from the single run"
+  step "the machine's ceiling: 16 plain single-threaded runs at once (a sixteenth of the files each) vs one alone"
+  group() {  # group G DIR: the files of rows 2G and 2G+1, gridded alone
+    heightgrid grid "$cat_dir/t_$(( 2 * $1 ))_"*.las "$cat_dir/t_$(( 2 * $1 + 1 ))_"*.las --res 1 --tile-size 250 \
+      --device cpu --threads 1 ${MPI_ARGS:-} -o "$2" -q --overwrite
+  }
+  for k in 1 2; do
+    s0=$(date +%s.%N); group 0 "$work/g_alone"; s1=$(date +%s.%N)
+    echo "one sixteenth alone: $(awk "BEGIN{print $s1 - $s0}") s"
+  done
+  s0=$(date +%s.%N)
+  for g in $(seq 0 15); do group "$g" "$work/g_$g" & done
+  wait
+  s1=$(date +%s.%N)
+  echo "sixteen sixteenths at once: $(awk "BEGIN{print $s1 - $s0}") s"
 fi
 
 if [[ $part == percentiles ]]; then
