@@ -300,7 +300,7 @@ tiled_setup open_catalogue(grid_options const& o, grid_job_options const& job, s
 
 /// Says what the job did (the summary line, warnings, skipped inputs) and returns the exit code.
 int report_tiled(tiled_job_report r, std::vector<skipped_input> const& unopened,
-                 std::chrono::steady_clock::time_point start, grid_options const& o)
+                 std::chrono::steady_clock::time_point start, double setup_s, std::size_t inputs, grid_options const& o)
 {
   for (auto const& s : unopened) { r.skipped.insert(r.skipped.begin(), s); }
   for (auto const& w : r.warnings) { spdlog::warn("{}", printable(w)); }
@@ -321,6 +321,10 @@ int report_tiled(tiled_job_report r, std::vector<skipped_input> const& unopened,
                r.layout.grid.rows, r.tiles_written, r.tiles_empty, r.tiles_resumed, r.tiles_redone, with_commas(r.records),
                with_commas(r.binned), with_commas(r.non_empty), workers.str(), human_seconds(total_s),
                static_cast<double>(r.records) / std::max(total_s, 1e-9) / 1e6, r.vrt);
+  spdlog::debug("stages: start and catalogue {} ({} inputs), planning {}, tiles {} ({:.1f} M records/s), VRT {}",
+                human_seconds(setup_s), inputs, human_seconds(r.plan_s),
+                human_seconds(r.tiles_s), static_cast<double>(r.records) / std::max(r.tiles_s, 1e-9) / 1e6,
+                human_seconds(r.vrt_s));
   if (!o.preview.empty() && !r.vrt.empty()) { io::write_preview(r.vrt, o.preview, o.overwrite); }
   if (o.json) {
     // --json: what was written (the VRT over the tiles, and the tiles' layout), as grid does.
@@ -422,7 +426,8 @@ int run_grid_tiled(grid_options const& o, grid_job_options const& job, std::vect
   auto const start = std::chrono::steady_clock::now();
   auto const here = [&] {
     auto s = open_catalogue(o, job, bands, write, paths, tiled_role::alone);
-    return report_tiled(run_tiled_job(s.catalogue, s.open, s.t), s.unopened, start, o);
+    double const setup_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return report_tiled(run_tiled_job(s.catalogue, s.open, s.t), s.unopened, start, setup_s, s.catalogue.size(), o);
   };
   int const launched = launched_ranks();
   if (launched == 1) { return here(); }
@@ -439,7 +444,8 @@ int run_grid_tiled(grid_options const& o, grid_job_options const& job, std::vect
     rank_job.threads = rank_threads(world, o, job);
     auto s = open_catalogue(o, rank_job, bands, write, paths, tiled_role::coordinator);
     s.t.remote = &ranks;
-    code = report_tiled(run_tiled_job(s.catalogue, s.open, s.t), s.unopened, start, o);
+    double const setup_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    code = report_tiled(run_tiled_job(s.catalogue, s.open, s.t), s.unopened, start, setup_s, s.catalogue.size(), o);
   } catch (...) {
     code = report_failure(std::current_exception());
   }

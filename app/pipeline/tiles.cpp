@@ -594,7 +594,11 @@ tiled_job_report run_tiled_job(std::vector<catalogue_entry> const& catalogue, ti
   unsigned const threads = worker_threads(o.job.threads);
   if (o.remote != nullptr) { o.remote->check_catalogue(catalogue); }
   bounds learnt;  // points found outside every header's bounds
+  double plan_s = 0.0;
+  double tiles_s = 0.0;
+  auto const since = [](clock_type::time_point t) { return std::chrono::duration<double>(clock_type::now() - t).count(); };
   for (;;) {
+    auto const round_start = clock_type::now();
     auto const grid = plan_tiled_grid(catalogue, open, o, learnt);
     tiling const layout = make_tiling(grid, o.tile_cols, o.tile_rows);
     auto const manifest = manifest_text(layout, catalogue, o);
@@ -611,6 +615,8 @@ tiled_job_report run_tiled_job(std::vector<catalogue_entry> const& catalogue, ti
     }
     log_writer log(dir / log_name);
     tile_log const append = [&](std::vector<std::string> const& lines) { log.append(lines); };
+    plan_s += since(round_start);
+    auto const tiles_start = clock_type::now();
     bool const progress = o.job.progress_terminal;
     // Workers: with MPI ranks, one here (on a thread of its own: this thread talks to the ranks)
     // beside theirs; else one per GPU, the cores shared among them; else one worker with every core.
@@ -646,6 +652,7 @@ tiled_job_report run_tiled_job(std::vector<catalogue_entry> const& catalogue, ti
       }
       run_tiles_here(c, workers, append, progress);
     }
+    tiles_s += since(tiles_start);
     if (progress) { std::fprintf(stderr, "\n"); }
     report.layout = layout;
     auto earlier = std::move(report.warnings);
@@ -682,7 +689,11 @@ tiled_job_report run_tiled_job(std::vector<catalogue_entry> const& catalogue, ti
       paths.push_back((dir / tile_file_name(o.name, layout, tx, ty)).string());
     }
     report.vrt = (dir / (o.name + ".vrt")).string();
+    auto const vrt_start = clock_type::now();
     io::build_vrt(report.vrt, paths);
+    report.vrt_s = since(vrt_start);
+    report.plan_s = plan_s;
+    report.tiles_s = tiles_s;
     report.seconds = std::chrono::duration<double>(clock_type::now() - start).count();
     return report;
   }

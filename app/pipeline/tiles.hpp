@@ -98,6 +98,9 @@ struct tiled_job_report {
   std::string vrt;
   std::vector<tile_worker_summary> workers;  ///< what each worker (thread or MPI rank) did
   double seconds{0.0};
+  double plan_s{0.0};   ///< planning the grid and preparing the directory (every round)
+  double tiles_s{0.0};  ///< from the first tile handed out to the last one done (every round)
+  double vrt_s{0.0};    ///< writing the VRT
   int replans{0};
 };
 

@@ -5,6 +5,7 @@
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/core/temp_registry.hpp"
 
+#include <cpl_conv.h>
 #include <cpl_error.h>
 #include <gdal.h>
 #include <gdal_utils.h>
@@ -34,6 +35,9 @@ void build_vrt(std::string const& path, std::vector<std::string> const& tiles)
   std::unique_ptr<GDALBuildVRTOptions, decltype(&GDALBuildVRTOptionsFree)> options(
     GDALBuildVRTOptionsNew(const_cast<char**>(argv), nullptr), &GDALBuildVRTOptionsFree);
   HG_EXPECTS(options != nullptr, error_kind::internal, "GDALBuildVRTOptionsNew failed");
+  // The tiles have no side-car files (.aux.xml, .ovr) to look for: without this, opening each tile
+  // lists the whole directory (1024 tiles: 0.96 s instead of 0.51 s). A value the user set wins.
+  CPLConfigOptionSetter const no_listing("GDAL_DISABLE_READDIR_ON_OPEN", "EMPTY_DIR", true);
   CPLErrorReset();
   int usage_error = 0;
   GDALDatasetH vrt = GDALBuildVRT(temp.string().c_str(), static_cast<int>(names.size()), nullptr, names.data(),
