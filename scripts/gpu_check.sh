@@ -370,14 +370,15 @@ if [[ $part == mpi ]]; then
   for n in ${MPI_RANKS:-1 2 4 8 16}; do
     rm -rf "$work/m_$n"
     if (( n == 1 )); then
-      /usr/bin/time -f "%e %M" -o "$work/time" heightgrid grid "${args[@]}" -o "$work/m_$n" -q
+      /usr/bin/time -f "%e %M" -o "$work/time" heightgrid grid "${args[@]}" -o "$work/m_$n" -v > "$work/m_$n.log" 2>&1
     else
       /usr/bin/time -f "%e %M" -o "$work/time" mpirun -n $n --oversubscribe --bind-to none heightgrid grid "${args[@]}" -o "$work/m_$n" -v > "$work/m_$n.log" 2>&1
     fi
     rc=$?; (( rc == 0 )) || { fail "mpi $n ranks exited $rc"; tail -5 "$work/m_$n.log"; }
     read -r w m < "$work/time"
     echo "ranks $n: wall $w s, peak RSS $((m / 1024)) MiB"
-    [[ -f $work/m_$n.log ]] && grep -E 'tiles of' "$work/m_$n.log" | sed 's/^heightgrid: info: //' | cut -c1-400
+    grep -E 'tiles of' "$work/m_$n.log" | sed 's/^heightgrid: info: //; s/; rank/\n  rank/g' | grep -E "rank (0|1) |tiles of|total" | cut -c1-200
+    grep -E 'stages' "$work/m_$n.log" | sed 's/^heightgrid: debug: //'
   done
   for n in ${MPI_RANKS:-1 2 4 8 16}; do
     (( n == 1 )) && continue
