@@ -2,7 +2,7 @@
 # GPU verification and timings, run on the lent GPU machine from a device pack:
 #   tar xJf .devpack/pack.tar.xz -C /tmp && source /tmp/pack/env.sh && scripts/gpu_check.sh PART
 # PART: tests | sanitize (sanitize_stream: the streaming binner only) | equal | bench (POINTS=1e8 LAS) | all, or (run alone) crossover | huge | laz (LAZ_WHEELS) | ladder | sanitize2 | sweep | compare8 |
-# gpus (SYNTH_POINTS) | mpi | percentiles (POINTS) | compare9 (KINDS="skewed clustered" picks the kinds) | sums | torch | pipeline | real (REPEAT=20, MODES=thread,warp,hybrid
+# gpus (SYNTH_POINTS) | mpi | mpi_synth (SYNTH_POINTS) | percentiles (POINTS) | compare9 (KINDS="skewed clustered" picks the kinds) | sums | torch | pipeline | real (REPEAT=20, MODES=thread,warp,hybrid
 # picks the modes, COMPARE_ARGS=--no-gate adds options) | ncu (KINDS, POINTS) | ncu_source (KIND, KERNEL, MODES). sweep takes SWEEP_ARGS. Logs go to $OUT (or /tmp/gpu_out).
 set -u
 out=${OUT:-/tmp/gpu_out}; mkdir -p "$out"
@@ -403,6 +403,33 @@ if [[ $part == mpi ]]; then
   wait
   s1=$(date +%s.%N)
   echo "sixteen sixteenths at once: $(awk "BEGIN{print $s1 - $s0}") s"
+fi
+
+if [[ $part == mpi_synth ]]; then
+  # MPI scaling of a long tiled job (issue #19): SYNTH_POINTS (10^9) streamed synthetic lidar points
+  # over 8000 x 8000 m at 1 m, 1024 tiles of 250 x 250 cells, each tile generating its own share;
+  # a plain run, then MPI_RANKS ranks, one thread each; tiles byte-identical to the plain run's.
+  command -v mpirun > /dev/null || { fail "mpirun not found"; }
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  args=(--synth lidar --points "${SYNTH_POINTS:-1000000000}" --synth-extent 0 0 8000 8000 --res 1 --tile-size 250
+        --device cpu --threads 1 ${MPI_ARGS:-})
+  for n in ${MPI_RANKS:-1 2 4 8 16}; do
+    rm -rf "$work/s_$n"
+    if (( n == 1 )); then
+      /usr/bin/time -f "%e %M" -o "$work/time" heightgrid grid "${args[@]}" -o "$work/s_$n" -v > "$work/s_$n.log" 2>&1
+    else
+      /usr/bin/time -f "%e %M" -o "$work/time" mpirun -n $n --oversubscribe --bind-to none heightgrid grid "${args[@]}" -o "$work/s_$n" -v > "$work/s_$n.log" 2>&1
+    fi
+    rc=$?; (( rc == 0 )) || { fail "mpi_synth $n ranks exited $rc"; tail -5 "$work/s_$n.log"; }
+    read -r w m < "$work/time"
+    echo "ranks $n: wall $w s, peak RSS $((m / 1024)) MiB"
+    grep -E 'stages' "$work/s_$n.log" | sed 's/^heightgrid: debug: //'
+  done
+  for n in ${MPI_RANKS:-1 2 4 8 16}; do
+    (( n == 1 )) && continue
+    bad=0; for f in "$work/s_1"/s_1_*.tif; do cmp -s "$f" "$work/s_$n/s_${n}_${f#"$work/s_1/s_1_"}" || bad=$((bad + 1)); done
+    echo "ranks $n vs plain: $(ls "$work/s_1"/s_1_*.tif | wc -l) tiles, $bad differ"; (( bad == 0 )) || fail "mpi_synth $n tiles differ"
+  done
 fi
 
 if [[ $part == percentiles ]]; then
