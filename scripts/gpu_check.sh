@@ -342,14 +342,38 @@ if [[ $part == gpus ]]; then
   heightgrid limits "$cat_dir/t_0_0.las" 2>&1 | sed 's/^heightgrid: info: //' | head -4
 fi
 
+# mpi_series PREFIX ARGS...: the tiled grid job ARGS as a plain run, then under MPI_RANKS ranks
+# (every rank grids), each into $work/PREFIX_N with its wall, RSS and -v stages; then every run's
+# tiles against the plain run's, byte for byte.
+mpi_series() {
+  local prefix=$1 n w m rc bad; shift
+  command -v mpirun > /dev/null || { fail "mpirun not found"; return; }
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  for n in ${MPI_RANKS:-1 2 4 8 16}; do
+    local dir=$work/${prefix}_$n launcher=()
+    rm -rf "$dir"
+    (( n > 1 )) && launcher=(mpirun -n "$n" --oversubscribe --bind-to none)
+    /usr/bin/time -f "%e %M" -o "$work/time" "${launcher[@]}" heightgrid grid "$@" -o "$dir" -v > "$dir.log" 2>&1
+    rc=$?; (( rc == 0 )) || { fail "$prefix: $n ranks exited $rc"; tail -5 "$dir.log"; }
+    read -r w m < "$work/time"
+    echo "ranks $n: wall $w s, peak RSS $((m / 1024)) MiB"
+    grep -E 'tiles of' "$dir.log" | sed 's/^heightgrid: info: //; s/; rank/\n  rank/g' | grep -E "rank (0|1) |tiles of|total" | cut -c1-200
+    grep -E 'stages' "$dir.log" | sed 's/^heightgrid: debug: //'
+  done
+  local plain=$work/${prefix}_1 p=${prefix}_1
+  for n in ${MPI_RANKS:-1 2 4 8 16}; do
+    (( n == 1 )) && continue
+    bad=0; for f in "$plain/${p}"_*.tif; do cmp -s "$f" "$work/${prefix}_$n/${prefix}_${n}_${f#"$plain/${p}_"}" || bad=$((bad + 1)); done
+    echo "ranks $n vs plain: $(ls "$plain/${p}"_*.tif | wc -l) tiles, $bad differ"; (( bad == 0 )) || fail "$prefix: $n ranks' tiles differ"
+  done
+}
+
 if [[ $part == mpi ]]; then
   # MPI scaling of a tiled job with the CPU backend, and a catalogue of >= 1000 tiles against one
   # run (issue #19): 32 x 32 = 1024 LAS files of MPI_FILE_POINTS points on 250 x 250 m, gridded as
   # 1024 tiles of 250 x 250 cells; a plain run, then MPI_RANKS ranks (every rank grids, rank 0 too),
   # one thread each. The machine's own ceiling in the same run: 16 plain single-threaded processes
   # at once, each over a sixteenth of the files, against one of them alone.
-  command -v mpirun > /dev/null || { fail "mpirun not found"; }
-  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
   per_file=${MPI_FILE_POINTS:-366000}
   cat_dir=$work/mpicat_$per_file
   step "catalogue: 1024 files of $per_file points"; nproc
@@ -365,26 +389,8 @@ if [[ $part == mpi ]]; then
     wait
   fi
   heightgrid info "$cat_dir" 2>&1 | head -6
-  args=("$cat_dir" --res 1 --tile-size 250 --device cpu --threads 1 ${MPI_ARGS:-})
   cat "$cat_dir"/*.las > /dev/null  # in the page cache
-  for n in ${MPI_RANKS:-1 2 4 8 16}; do
-    rm -rf "$work/m_$n"
-    if (( n == 1 )); then
-      /usr/bin/time -f "%e %M" -o "$work/time" heightgrid grid "${args[@]}" -o "$work/m_$n" -v > "$work/m_$n.log" 2>&1
-    else
-      /usr/bin/time -f "%e %M" -o "$work/time" mpirun -n $n --oversubscribe --bind-to none heightgrid grid "${args[@]}" -o "$work/m_$n" -v > "$work/m_$n.log" 2>&1
-    fi
-    rc=$?; (( rc == 0 )) || { fail "mpi $n ranks exited $rc"; tail -5 "$work/m_$n.log"; }
-    read -r w m < "$work/time"
-    echo "ranks $n: wall $w s, peak RSS $((m / 1024)) MiB"
-    grep -E 'tiles of' "$work/m_$n.log" | sed 's/^heightgrid: info: //; s/; rank/\n  rank/g' | grep -E "rank (0|1) |tiles of|total" | cut -c1-200
-    grep -E 'stages' "$work/m_$n.log" | sed 's/^heightgrid: debug: //'
-  done
-  for n in ${MPI_RANKS:-1 2 4 8 16}; do
-    (( n == 1 )) && continue
-    bad=0; for f in "$work/m_1"/m_1_*.tif; do cmp -s "$f" "$work/m_$n/m_${n}_${f#"$work/m_1/m_1_"}" || bad=$((bad + 1)); done
-    echo "ranks $n vs plain: $(ls "$work/m_1"/m_1_*.tif | wc -l) tiles, $bad differ"; (( bad == 0 )) || fail "mpi $n tiles differ"
-  done
+  mpi_series m "$cat_dir" --res 1 --tile-size 250 --device cpu --threads 1 ${MPI_ARGS:-}
   step "the 1024 tiles' mosaic against one raster of the whole grid (every cell, bit for bit)"
   /usr/bin/time -f "%e %M" -o "$work/time" heightgrid grid "$cat_dir" --res 1 --device cpu --co NUM_THREADS=1 ${MPI_ARGS:-} -o "$work/single.tif" -q --overwrite
   echo "single raster: wall $(cut -d' ' -f1 "$work/time") s"
@@ -409,27 +415,8 @@ if [[ $part == mpi_synth ]]; then
   # MPI scaling of a long tiled job (issue #19): SYNTH_POINTS (10^9) streamed synthetic lidar points
   # over 8000 x 8000 m at 1 m, 1024 tiles of 250 x 250 cells, each tile generating its own share;
   # a plain run, then MPI_RANKS ranks, one thread each; tiles byte-identical to the plain run's.
-  command -v mpirun > /dev/null || { fail "mpirun not found"; }
-  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-  args=(--synth lidar --points "${SYNTH_POINTS:-1000000000}" --synth-extent 0 0 8000 8000 --res 1 --tile-size 250
-        --device cpu --threads 1 ${MPI_ARGS:-})
-  for n in ${MPI_RANKS:-1 2 4 8 16}; do
-    rm -rf "$work/s_$n"
-    if (( n == 1 )); then
-      /usr/bin/time -f "%e %M" -o "$work/time" heightgrid grid "${args[@]}" -o "$work/s_$n" -v > "$work/s_$n.log" 2>&1
-    else
-      /usr/bin/time -f "%e %M" -o "$work/time" mpirun -n $n --oversubscribe --bind-to none heightgrid grid "${args[@]}" -o "$work/s_$n" -v > "$work/s_$n.log" 2>&1
-    fi
-    rc=$?; (( rc == 0 )) || { fail "mpi_synth $n ranks exited $rc"; tail -5 "$work/s_$n.log"; }
-    read -r w m < "$work/time"
-    echo "ranks $n: wall $w s, peak RSS $((m / 1024)) MiB"
-    grep -E 'stages' "$work/s_$n.log" | sed 's/^heightgrid: debug: //'
-  done
-  for n in ${MPI_RANKS:-1 2 4 8 16}; do
-    (( n == 1 )) && continue
-    bad=0; for f in "$work/s_1"/s_1_*.tif; do cmp -s "$f" "$work/s_$n/s_${n}_${f#"$work/s_1/s_1_"}" || bad=$((bad + 1)); done
-    echo "ranks $n vs plain: $(ls "$work/s_1"/s_1_*.tif | wc -l) tiles, $bad differ"; (( bad == 0 )) || fail "mpi_synth $n tiles differ"
-  done
+  mpi_series s --synth lidar --points "${SYNTH_POINTS:-1000000000}" --synth-extent 0 0 8000 8000 --res 1 \
+    --tile-size 250 --device cpu --threads 1 ${MPI_ARGS:-}
 fi
 
 if [[ $part == percentiles ]]; then
