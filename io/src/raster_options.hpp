@@ -1,0 +1,39 @@
+#pragma once
+// The writer's options, checked before any file exists: the output format, the creation options
+// (our defaults merged with --co, each of the user's tried on a scratch dataset), and the output
+// path (an input is never replaced). Internal to heightgrid_io; the public half is declared in
+// heightgrid/io/geotiff_writer.hpp.
+
+#include "heightgrid/io/geotiff_writer.hpp"
+
+#include <cpl_string.h>
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace heightgrid::io::detail {
+
+enum class output_format { gtiff, cog };
+
+[[nodiscard]] bool equals_ignoring_case(std::string_view a, std::string_view b) noexcept;
+
+/// --of: GTiff or COG (any case); throws error_kind::usage otherwise.
+[[nodiscard]] output_format parse_format(std::string const& format);
+
+/// Every --co is KEY=VALUE; throws error_kind::usage naming the first that is not.
+void check_creation_options(std::vector<std::string> const& options);
+
+/// Defaults first, then the user's --co (a key in any case replaces the default).
+/// PREDICTOR is added last and only for codecs that use one, so that e.g. COMPRESS=NONE or
+/// COMPRESS=JPEG from the user does not meet a predictor they never asked for.
+[[nodiscard]] CPLStringList merged_creation_options(output_format format, raster_data_type type,
+                                                   std::vector<std::string> const& user);
+
+/// The user's --co, each tried before any file exists: checked against the driver's option list,
+/// then used for a 1 x 1 dataset in memory (/vsimem), so that a value the driver refuses only
+/// when creating (BLOCKXSIZE=7) is a usage error naming the option, not an output failure naming
+/// the hidden temporary.
+void probe_creation_options(output_format format, std::vector<std::string> const& user);
+
+}  // namespace heightgrid::io::detail
