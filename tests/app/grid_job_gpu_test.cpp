@@ -1,0 +1,120 @@
+// The GPU routes of a whole grid job against the CPU route on the same sources (only when a GPU is
+// present): gpu and auto (batches shared between the CPU and the GPU), and every batch reduction
+// and reduce mode, with and without bands of rows on the device.
+
+#include "pipeline_fixtures.hpp"
+
+#include "pipeline/gpu_stage.hpp"
+#include "pipeline/grid_job.hpp"
+
+#include "heightgrid/core/metrics.hpp"
+#include "heightgrid/kernels/gpu.hpp"
+#include "heightgrid/kernels/gpu_binner.hpp"
+#include "heightgrid/kernels/reduce_mode.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace heightgrid::app {
+namespace {
+
+using pipeline_fixtures::expect_bands;
+using pipeline_fixtures::extremes;
+using pipeline_fixtures::fake_source;
+using pipeline_fixtures::memory_output;
+using pipeline_fixtures::sources_of;
+using pipeline_fixtures::three_clouds;
+
+TEST(GridJob, GpuRoutesEqualTheCpu)
+{
+  if (!gpu_available()) { GTEST_SKIP() << "no usable GPU: the GPU routes are checked on the GPU machine"; }
+  metric_request sums = extremes();
+  sums.mean = sums.stddev = true;
+  std::uint64_t shared_gpu_batches = 0;
+  for (auto const& r : {extremes(), sums}) {
+    for (auto device : {device_choice::gpu, device_choice::automatic}) {
+      for (std::size_t part : {std::size_t{1}, std::size_t{999}}) {
+        auto const c = three_clouds(part, true);
+        std::vector<fake_source*> raw;
+        auto const sources = sources_of(c, &raw);
+        // Counts unknown (as for text inputs): auto shares the batches between the CPU and the GPU.
+        if (device == device_choice::automatic) {
+          for (auto* f : raw) { f->forget_count(); }
+        }
+        grid_job_options o;
+        o.xres = o.yres = 1.0;
+        o.request = r;
+        o.threads = 4;
+        o.device = device_choice::cpu;
+        memory_output cpu;
+        (void)run_grid_job(sources, o, cpu);
+        o.device = device;
+        memory_output gpu;
+        // A stage started before the job, so that CUDA is up and the cooperative route (auto) really
+        // splits the batches between the CPU and the GPU.
+        auto stage = std::make_unique<gpu_stage>(1000, 16);
+        ASSERT_TRUE(stage->wait_started().has_value()) << stage->failure();
+        auto const report = run_grid_job(sources, o, gpu, std::move(stage));
+        if (device == device_choice::gpu || r.mean) {
+          EXPECT_EQ(report.route, "GPU");
+          EXPECT_GT(report.gpu_batches, 0U);
+        } else {
+          // Shared: the GPU takes batches once its accumulators and ring are set up, which the CPU
+          // may outrun on a small job; with 1-point parts (40,000 batches) it must get some.
+          EXPECT_TRUE(report.route == "CPU + GPU" || report.route == "CPU") << report.route;
+          shared_gpu_batches += report.gpu_batches;
+        }
+        expect_bands(gpu.bands, cpu.bands, r, 0);
+      }
+    }
+  }
+  EXPECT_GT(shared_gpu_batches, 0U) << "the shared route never used the GPU";
+}
+
+TEST(GridJob, EveryGpuBatchReductionAndModeEqualsTheCpu)
+{
+  if (!gpu_available()) { GTEST_SKIP() << "no usable GPU: the GPU reductions are checked on the GPU machine"; }
+  metric_request sums = extremes();
+  sums.mean = sums.stddev = true;
+  auto const c = three_clouds(777, true);
+  auto const sources = sources_of(c);
+  for (auto const& r : {extremes(), sums}) {
+    grid_job_options o;
+    o.xres = o.yres = 1.0;
+    o.request = r;
+    o.threads = 4;
+    o.device = device_choice::cpu;
+    memory_output cpu;
+    (void)run_grid_job(sources, o, cpu);
+    o.device = device_choice::gpu;
+    for (auto reduction : {batch_reduction::atomic, batch_reduction::sorted}) {
+      if (reduction == batch_reduction::atomic && r.mean) { continue; }  // atomics keep no sums
+      for (auto mode : all_modes()) {
+        if (reduction == batch_reduction::atomic && mode != reduce_mode::thread) { continue; }
+        if (reduction == batch_reduction::sorted && !mode_reduces_csr(mode)) { continue; }
+        for (std::uint64_t device_memory : {std::uint64_t{0}, std::uint64_t{64} << 10}) {
+          o.reduction = reduction;
+          o.mode = mode;
+          o.device_memory = device_memory;  // 64 KiB: the grid is binned in bands of rows on the device
+          memory_output gpu;
+          auto const report = run_grid_job(sources, o, gpu);
+          std::string const what = std::string(mode_name(mode)) + (reduction == batch_reduction::atomic ? " atomic" : " sorted") +
+                                   ", " + std::to_string(report.bands) + " bands";
+          EXPECT_EQ(report.route, "GPU") << what;
+          if (device_memory > 0) { EXPECT_GT(report.bands, 1) << what; }
+          // Mean and stddev: only the thread mode sums a cell's points in the CPU's order; the other
+          // modes sum big cells in another order (a few ulps).
+          expect_bands(gpu.bands, cpu.bands, r, mode == reduce_mode::thread ? 0 : 64);
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace heightgrid::app

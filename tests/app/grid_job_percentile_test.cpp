@@ -1,0 +1,158 @@
+// Percentiles from a whole grid job against the whole-cloud reference: whatever the parts and
+// threads, when the kept points outgrow the memory budget (bands split, or a resource error), and
+// on the GPU against the CPU (when a GPU is present), a cell of ten million points included.
+
+#include "pipeline_fixtures.hpp"
+
+#include "pipeline/grid_job.hpp"
+
+#include "heightgrid/core/error.hpp"
+#include "heightgrid/core/metrics.hpp"
+#include "heightgrid/kernels/gpu.hpp"
+#include "heightgrid/kernels/gpu_binner.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <random>
+#include <string>
+
+namespace heightgrid::app {
+namespace {
+
+using pipeline_fixtures::cloud;
+using pipeline_fixtures::expect_bands;
+using pipeline_fixtures::job_case;
+using pipeline_fixtures::memory_output;
+using pipeline_fixtures::reference;
+using pipeline_fixtures::sources_of;
+using pipeline_fixtures::three_clouds;
+using pipeline_fixtures::walk;
+
+metric_request percentiles()
+{
+  return metric_request::from(parse_metric_list("p5,median,p95,p2.5,prange,count,range"));
+}
+
+TEST(GridJob, PercentilesEqualTheWholeCloudWhateverThePartsAndThreads)
+{
+  for (std::size_t part : {std::size_t{1}, std::size_t{7}, std::size_t{1000}}) {
+    for (bool integers : {false, true}) {
+      for (unsigned threads : {1u, 4u}) {
+        auto const c = three_clouds(part, integers);
+        auto const sources = sources_of(c);
+        grid_job_options o;
+        o.xres = o.yres = 1.5;
+        o.request = percentiles();
+        o.device = device_choice::cpu;
+        o.threads = threads;
+        memory_output out;
+        auto const report = run_grid_job(sources, o, out);
+        grid_spec g;
+        auto const want = reference(c, o.request, 1.5, g);
+        ASSERT_TRUE(out.committed);
+        EXPECT_EQ(out.bands.percentile.size(), 4U);
+        expect_bands(out.bands, want, o.request);
+        EXPECT_EQ(report.bands, 1);
+      }
+    }
+  }
+}
+
+TEST(GridJob, PercentilesThatOutgrowTheBudgetSplitTheBandWithTheSameResult)
+{
+  auto const c = three_clouds(900, true);
+  auto const sources = sources_of(c);
+  grid_job_options o;
+  o.xres = o.yres = 0.5;
+  o.request = percentiles();
+  o.device = device_choice::cpu;
+  // The accumulators fit; 40,000 kept points (800 KB) do not: planned as 2+ bands, and split further
+  // where the points crowd.
+  o.host_memory = 300 * 1024;
+  memory_output out;
+  auto const report = run_grid_job(sources, o, out);
+  grid_spec g;
+  auto const want = reference(c, o.request, 0.5, g);
+  EXPECT_GT(report.bands, 2);
+  expect_bands(out.bands, want, o.request);
+  EXPECT_EQ(report.binned, 40000U);
+
+  // A single row whose points cannot fit: a resource error that says what to do.
+  o.host_memory = 20 * 1024;
+  memory_output none;
+  try {
+    (void)run_grid_job(sources, o, none);
+    FAIL() << "no error";
+  } catch (error const& e) {
+    EXPECT_EQ(e.kind(), error_kind::resource);
+    EXPECT_NE(std::string(e.what()).find("percentiles"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(none.committed);
+}
+
+TEST(GridJob, GpuPercentilesEqualTheCpu)
+{
+  if (!gpu_available()) { GTEST_SKIP() << "no usable GPU: GPU percentiles are checked on the GPU machine"; }
+  for (auto reduction : {batch_reduction::atomic, batch_reduction::sorted}) {
+    for (std::size_t part : {std::size_t{1}, std::size_t{999}}) {
+      for (std::uint64_t memory : {std::uint64_t{0}, std::uint64_t{300 * 1024}}) {
+        auto const c = three_clouds(part, true);
+        auto const sources = sources_of(c);
+        grid_job_options o;
+        o.xres = o.yres = 0.5;
+        o.request = percentiles();
+        o.threads = 4;
+        o.host_memory = o.device_memory = memory;
+        o.device = device_choice::cpu;
+        memory_output cpu;
+        (void)run_grid_job(sources, o, cpu);
+        o.device = device_choice::gpu;
+        o.reduction = reduction;
+        memory_output gpu;
+        auto const report = run_grid_job(sources, o, gpu);
+        EXPECT_EQ(report.route, "GPU");
+        if (memory > 0) { EXPECT_GT(report.bands, 2); }
+        SCOPED_TRACE(std::string(batch_reduction_name(reduction)) + ", part " + std::to_string(part) + ", memory " +
+                     std::to_string(memory));
+        expect_bands(gpu.bands, cpu.bands, o.request, 0);
+        EXPECT_EQ(gpu.bands.prange.size(), cpu.bands.prange.size());
+      }
+    }
+  }
+}
+
+TEST(GridJob, GpuPercentilesOfACellOfTenMillionPointsEqualTheCpu)
+{
+  if (!gpu_available()) { GTEST_SKIP() << "no usable GPU: GPU percentiles are checked on the GPU machine"; }
+  job_case c;
+  c.clouds = {walk(20000, 0, 0, 30, 5), cloud{}};
+  std::mt19937_64 rng(11);
+  std::uniform_int_distribution<int> zi(-2000000, 2000000);
+  auto& big = c.clouds.back();
+  for (int i = 0; i < 10'000'000; ++i) {
+    big.x.push_back(12.25);
+    big.y.push_back(12.75);
+    big.z.push_back(zi(rng) * 0.001);
+  }
+  c.part = 262144;
+  c.integers = true;
+  auto const sources = sources_of(c);
+  grid_job_options o;
+  o.xres = o.yres = 1.0;
+  o.request = percentiles();
+  o.threads = 4;
+  o.device = device_choice::cpu;
+  memory_output cpu;
+  (void)run_grid_job(sources, o, cpu);
+  o.device = device_choice::gpu;
+  memory_output gpu;
+  auto const report = run_grid_job(sources, o, gpu);
+  EXPECT_EQ(report.route, "GPU");
+  EXPECT_GE(report.max_count, 10'000'000U);
+  expect_bands(gpu.bands, cpu.bands, o.request, 0);
+}
+
+}  // namespace
+}  // namespace heightgrid::app
