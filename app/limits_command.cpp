@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -105,6 +106,13 @@ int run_limits(limits_options const& o)
     spdlog::info("page-cache read of {} file(s), {:.2f} GB: {:.1f} GB/s on 1 thread, {:.1f} GB/s on {} threads (best of 3)",
                  o.files.size(), static_cast<double>(bytes) / 1e9, best1, bestn, threads);
   }
+  // First, before anything else starts CUDA in this process: what a GPU job pays before its first batch.
+  std::optional<cuda_start_times> start;
+  try {
+    start = measure_cuda_start(static_cast<std::size_t>(copy));
+  } catch (error const&) {
+    // No usable GPU: gpu_available() below says why.
+  }
   std::string reason;
   if (!gpu_available(&reason)) {
     spdlog::info("GPU: none ({})", reason);
@@ -119,6 +127,16 @@ int run_limits(limits_options const& o)
                measure_copy_gbps(c, 5, true, false, nullptr), copy >> 20);
   spdlog::info("device read bandwidth: {:.0f} GB/s (1 GiB streamed, median of 10)",
                measure_read_bandwidth_gbps(std::size_t{1} << 30, 10, nullptr));
+  if (start) {
+    auto const ms = [](double s) { return s * 1e3; };
+    spdlog::info("CUDA's start in a new process: {:.0f} ms = runtime and driver {:.0f} ms, context {:.0f} ms, "
+                 "first kernel {:.1f} ms, first 64 MiB allocation {:.1f} ms, page-locking {} MiB {:.1f} ms "
+                 "({:.1f} GB/s); teardown (as at exit) {:.0f} ms",
+                 ms(start->total_s()), ms(start->runtime_s), ms(start->context_s), ms(start->kernel_s),
+                 ms(start->allocate_s), start->register_bytes >> 20, ms(start->register_s),
+                 start->register_s > 0.0 ? static_cast<double>(start->register_bytes) / start->register_s / 1e9 : 0.0,
+                 ms(measure_cuda_teardown()));
+  }
   return 0;
 }
 

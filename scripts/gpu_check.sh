@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU verification and timings, run on the lent GPU machine from a device pack:
 #   tar xJf .devpack/pack.tar.xz -C /tmp && source /tmp/pack/env.sh && scripts/gpu_check.sh PART
-# PART: tests | sanitize (sanitize_stream: the streaming binner only) | equal | bench (POINTS=1e8 LAS) | all, or (run alone) crossover | huge | laz (LAZ_WHEELS) | ladder | sanitize2 | sweep | compare8 |
+# PART: tests | sanitize (sanitize_stream: the streaming binner only) | equal | bench (POINTS=1e8 LAS) | all, or (run alone) startup (POINTS, VARIANTS) | crossover | huge | laz (LAZ_WHEELS) | ladder | sanitize2 | sweep | compare8 |
 # gpus (SYNTH_POINTS) | mpi | mpi_synth (SYNTH_POINTS) | percentiles (POINTS) | compare9 (KINDS="skewed clustered" picks the kinds) | sums | torch | pipeline | real (REPEAT=20, MODES=thread,warp,hybrid
 # picks the modes, COMPARE_ARGS=--no-gate adds options) | ncu (KINDS, POINTS) | ncu_source (KIND, KERNEL, MODES). sweep takes SWEEP_ARGS. Logs go to $OUT (or /tmp/gpu_out).
 set -u
@@ -105,6 +105,24 @@ if [[ $part == bench || $part == all ]]; then
   for d in gpu cpu auto; do
     step "grid $(basename "$las") --res 1 --device $d"
     timed "$d" heightgrid grid "$las" -o "$work/o.tif" --overwrite --res 1 --device $d
+  done
+fi
+
+# Where a 10^8-point GPU job's fixed costs go: CUDA's start step by step (heightgrid limits), the
+# ring of host batches (--chunk-points scales each slot, so the points read ahead while CUDA starts),
+# and the GeoTIFF's creation options against the defaults (VARIANTS: extra runs, ";"-separated).
+if [[ $part == startup ]]; then
+  n=${POINTS:-100000000}
+  las=$work/l$n.las
+  [[ -f $las ]] || { step "synth lidar --points $n"; /usr/bin/time -f "%e s" heightgrid synth lidar --points "$n" -o "$las" -q; }
+  step "machine limits and CUDA's start (same run)"; heightgrid limits "$las" 2>&1 | sed 's/^heightgrid: info: //'
+  heightgrid limits 2>&1 | grep -E "CUDA's start" | sed 's/^heightgrid: info: /again: /'
+  IFS=';' read -r -a variants <<< "${VARIANTS:---device gpu;--device gpu --chunk-points 1048576;--device gpu --chunk-points 2097152;--device gpu --co PREDICTOR=3 --co ZLEVEL=6;--device cpu;--device cpu --co PREDICTOR=3 --co ZLEVEL=6}"
+  for v in "${variants[@]}"; do
+    step "grid $(basename "$las") --res 1 $v"
+    # shellcheck disable=SC2086
+    timed "$v" heightgrid grid "$las" -o "$work/o.tif" --overwrite --res 1 $v
+    grep -E 'finalize|stages|GPU' "$work/v.log" | sed 's/^heightgrid: //' | cut -c1-300 | sort -u
   done
 fi
 

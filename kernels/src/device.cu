@@ -12,6 +12,9 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <memory>
 #include <cstdint>
 #include <limits>
 #include <mutex>
@@ -279,6 +282,56 @@ double measure_copy_gbps(std::size_t bytes, int repeats, bool pinned, bool to_de
     }
   };
   return gigabytes_per_second(static_cast<double>(bytes), median_ms(run, repeats, stream));
+}
+
+cuda_start_times measure_cuda_start(std::size_t register_bytes)
+{
+  using clock = std::chrono::steady_clock;
+  auto const seconds = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };
+  cuda_start_times times;
+  auto t = clock::now();
+  int count = 0;
+  HG_CUDA_TRY(cudaGetDeviceCount(&count));
+  times.runtime_s = seconds(t);
+  HG_EXPECTS(count > 0, error_kind::device, "no CUDA device found");
+  t = clock::now();
+  int device = 0;
+  HG_CUDA_TRY(cudaGetDevice(&device));
+  HG_CUDA_TRY(cudaSetDevice(device));
+  HG_CUDA_TRY(cudaFree(nullptr));
+  times.context_s = seconds(t);
+  t = clock::now();
+  cudaFuncAttributes attributes{};
+  HG_CUDA_TRY(cudaFuncGetAttributes(&attributes, detail::read_bandwidth_grid_stride_kernel));
+  times.kernel_s = seconds(t);
+  t = clock::now();
+  {
+    detail::device_buffer<std::byte> buffer(std::size_t{64} << 20, nullptr);
+    HG_CUDA_TRY(cudaStreamSynchronize(nullptr));
+  }
+  HG_CUDA_TRY(cudaStreamSynchronize(nullptr));
+  times.allocate_s = seconds(t);
+  if (register_bytes > 0) {
+    std::size_t const bytes = (register_bytes + 4095) / 4096 * 4096;
+    std::unique_ptr<std::byte, void (*)(std::byte*)> host(static_cast<std::byte*>(std::aligned_alloc(4096, bytes)),
+                                                          [](std::byte* p) { std::free(p); });
+    HG_EXPECTS(host != nullptr, error_kind::resource,
+               "cannot allocate " + std::to_string(bytes >> 20) + " MiB of host memory to page-lock");
+    std::fill(host.get(), host.get() + bytes, std::byte{0});  // touched: the faults are not CUDA's
+    t = clock::now();
+    HG_CUDA_TRY(cudaHostRegister(host.get(), bytes, cudaHostRegisterDefault));
+    times.register_s = seconds(t);
+    times.register_bytes = bytes;
+    HG_CUDA_TRY(cudaHostUnregister(host.get()));
+  }
+  return times;
+}
+
+double measure_cuda_teardown()
+{
+  auto const t = std::chrono::steady_clock::now();
+  HG_CUDA_TRY(cudaDeviceReset());
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
 double measure_read_bandwidth_gbps(std::size_t bytes, int repeats, cudaStream_t stream)

@@ -48,6 +48,27 @@ struct gpu_device_info {
 /// median of `repeats` timed copies after one warm-up. Throws as measure_read_bandwidth_gbps.
 [[nodiscard]] double measure_copy_gbps(std::size_t bytes, int repeats, bool pinned, bool to_device, cudaStream_t stream);
 
+/// What CUDA costs a process before its first batch, step by step, in seconds (wall clock): the
+/// fixed cost that a GPU job pays and a CPU job does not (heightgrid limits reports it).
+struct cuda_start_times {
+  double runtime_s{0.0};   ///< the driver and runtime (cudaGetDeviceCount: cuInit)
+  double context_s{0.0};   ///< the device's primary context (cudaFree(nullptr) after cudaSetDevice)
+  double kernel_s{0.0};    ///< loading one kernel (lazy module loading)
+  double allocate_s{0.0};  ///< the first stream-ordered allocation of 64 MiB (the memory pool)
+  double register_s{0.0};  ///< page-locking `register_bytes` of host memory already touched
+  std::size_t register_bytes{0};
+  double total_s() const noexcept { return runtime_s + context_s + kernel_s + allocate_s + register_s; }
+};
+
+/// Measures CUDA's start in this process. Meaningful only as the process's first CUDA call (later
+/// calls find the runtime and context up and measure little). Throws error(error_kind::device)
+/// where CUDA cannot start, with the reason.
+[[nodiscard]] cuda_start_times measure_cuda_start(std::size_t register_bytes);
+
+/// Seconds cudaDeviceReset() takes: the teardown that the runtime otherwise does at process exit.
+/// Ends every use of the device in this process.
+[[nodiscard]] double measure_cuda_teardown();
+
 /// Holds a stream back until open() is called, so that work the host enqueues behind it runs on the
 /// device back to back, without the host's launch latency between its operations. CUDA events
 /// around that work then time the device alone: the gaps of a few microseconds in which the device
