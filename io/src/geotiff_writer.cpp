@@ -239,7 +239,7 @@ class raster_writer::impl {
     notes_ = data_type_notes(type_, options_.nodata, bands_, max_count_, options_.data_type.has_value());
     HG_EXPECTS(type_ != raster_data_type::uint32 || (bands_.size() == 1 && bands_.front() == metric::count),
             error_kind::usage, "--ot UInt32 holds the count band alone (the other metrics are not whole numbers)");
-    co_ = merged_creation_options(format_, type_, options_.creation_options);
+    co_ = merged_creation_options(format_, options_.creation_options);
     written_.assign(grid_.rows, false);
 
     detail::ensure_gdal_registered();

@@ -25,9 +25,9 @@ enum class output_format { gtiff, cog };
 void check_creation_options(std::vector<std::string> const& options);
 
 /// Defaults first, then the user's --co (a key in any case replaces the default).
-/// PREDICTOR is added last and only for codecs that use one, so that e.g. COMPRESS=NONE or
-/// COMPRESS=JPEG from the user does not meet a predictor they never asked for.
-[[nodiscard]] CPLStringList merged_creation_options(output_format format, raster_data_type type,
+/// The DEFLATE level (ZLEVEL, COG: LEVEL) is set to 1 last, only when the codec is DEFLATE and the
+/// user named no level; no predictor is set unless the user asks for one.
+[[nodiscard]] CPLStringList merged_creation_options(output_format format,
                                                    std::vector<std::string> const& user);
 
 /// The user's --co, each tried before any file exists: checked against the driver's option list,

@@ -141,7 +141,7 @@ TEST_F(GeotiffWriter, Float32BandsReadBackExactly)
   EXPECT_TRUE(same_bits(read_band<float>(*ds, 2, GDT_Float32), std::vector<float>{3, nan, 1, 2, nan, 7}));
   EXPECT_TRUE(same_bits(read_band<float>(*ds, 3, GDT_Float32), g.results.min));
   EXPECT_STREQ(ds->GetMetadataItem("COMPRESSION", "IMAGE_STRUCTURE"), "DEFLATE");
-  EXPECT_STREQ(ds->GetMetadataItem("PREDICTOR", "IMAGE_STRUCTURE"), "3");
+  EXPECT_EQ(ds->GetMetadataItem("PREDICTOR", "IMAGE_STRUCTURE"), nullptr) << "no predictor by default";
 }
 
 TEST_F(GeotiffWriter, CountAloneIsUInt32WithNodataZero)
@@ -160,7 +160,7 @@ TEST_F(GeotiffWriter, CountAloneIsUInt32WithNodataZero)
   EXPECT_TRUE(has_nodata);
   EXPECT_EQ(read_band<std::uint32_t>(*ds, 1, GDT_UInt32), g.results.count);
   EXPECT_EQ(ds->GetSpatialRef(), nullptr);
-  EXPECT_STREQ(ds->GetMetadataItem("PREDICTOR", "IMAGE_STRUCTURE"), "2");
+  EXPECT_EQ(ds->GetMetadataItem("PREDICTOR", "IMAGE_STRUCTURE"), nullptr);
 }
 
 TEST_F(GeotiffWriter, LargeCountsSwitchToFloat64)
@@ -244,9 +244,17 @@ TEST_F(GeotiffWriter, CreationOptionsOverrideDefaults)
   {
     auto ds = open_output(out);
     EXPECT_STREQ(ds->GetMetadataItem("COMPRESSION", "IMAGE_STRUCTURE"), "LZW");
-    EXPECT_STREQ(ds->GetMetadataItem("PREDICTOR", "IMAGE_STRUCTURE"), "3");
+    EXPECT_EQ(ds->GetMetadataItem("PREDICTOR", "IMAGE_STRUCTURE"), nullptr);
   }
   o.overwrite = true;
+  o.creation_options = {"PREDICTOR=3", "zlevel=9"};
+  write_grid(out.string(), g.grid, g.results, {metric::range}, o);
+  {
+    auto ds = open_output(out);
+    EXPECT_STREQ(ds->GetMetadataItem("COMPRESSION", "IMAGE_STRUCTURE"), "DEFLATE");
+    EXPECT_STREQ(ds->GetMetadataItem("PREDICTOR", "IMAGE_STRUCTURE"), "3");
+    EXPECT_TRUE(same_bits(read_band<float>(*ds, 1, GDT_Float32), g.results.range));
+  }
   o.creation_options = {"COMPRESS=NONE", "TILED=NO"};
   write_grid(out.string(), g.grid, g.results, {metric::range}, o);
   auto ds = open_output(out);

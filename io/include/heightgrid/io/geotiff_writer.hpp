@@ -81,9 +81,9 @@ void check_output_path(std::string const& path, raster_write_options const& opti
 /// The float columns of `results` must already hold `options.nodata` in empty cells (as
 /// reduce_cells_cpu(..., nodata) produces them).
 ///
-/// GTiff defaults: TILED=YES, COMPRESS=DEFLATE, PREDICTOR=3 (float) / 2 (integer),
-/// BIGTIFF=IF_SAFER, NUM_THREADS=ALL_CPUS. COG defaults: COMPRESS=DEFLATE, PREDICTOR=YES,
-/// BIGTIFF=IF_SAFER, RESAMPLING=NEAREST, NUM_THREADS=ALL_CPUS. A --co with the same key replaces
+/// GTiff defaults: TILED=YES, COMPRESS=DEFLATE, ZLEVEL=1, no predictor, BIGTIFF=IF_SAFER,
+/// NUM_THREADS=ALL_CPUS. COG defaults: COMPRESS=DEFLATE, LEVEL=1, no predictor, BIGTIFF=IF_SAFER,
+/// RESAMPLING=NEAREST, NUM_THREADS=ALL_CPUS. A --co with the same key replaces
 /// a default (NUM_THREADS=1 compresses on the calling thread only).
 ///
 /// The file is written as ".<name>.tmp-<pid>" next to `path` and renamed over it once complete:
