@@ -22,8 +22,10 @@ using clock_type = std::chrono::steady_clock;
 
 double seconds_since(clock_type::time_point t) { return std::chrono::duration<double>(clock_type::now() - t).count(); }
 
-/// Cells per finalized window: 2^24 (64 MiB per float band), whole rows.
-constexpr std::uint64_t window_cells = std::uint64_t{1} << 24;
+/// Cells per finalized window, whole rows: 2^20 (4 MiB per float band), so that GDAL compresses a
+/// window's blocks on its threads while the next window is finalized (one window of 2^24 cells left
+/// the compression of a 10^7-cell grid to start after the whole finalize).
+constexpr std::uint64_t window_cells = std::uint64_t{1} << 20;
 
 /// Ring slots per worker thread: each worker holds one while reading; the rest are in flight.
 constexpr std::size_t ring_slots_per_worker = 2;
@@ -532,11 +534,16 @@ class grid_job {
         window = finalize_window(view, 0, band.grid.cols, rows, out_grid.cols, fin, o_.nodata);
       }
       std::uint64_t total = 0, non_empty = 0;
-      for (auto const n : window.count) {
+      std::uint32_t largest = 0;
+      auto const cells = static_cast<std::int64_t>(window.count.size());
+#pragma omp parallel for reduction(+ : total, non_empty) reduction(max : largest) schedule(static)
+      for (std::int64_t i = 0; i < cells; ++i) {
+        std::uint32_t const n = window.count[static_cast<std::size_t>(i)];
         total += n;
         non_empty += n != 0;
-        report_.max_count = std::max<std::uint64_t>(report_.max_count, n);
+        largest = std::max(largest, n);
       }
+      report_.max_count = std::max<std::uint64_t>(report_.max_count, largest);
       counted_ += total;
       report_.non_empty += non_empty;
       if (!o_.request.count) { window.count = {}; }
