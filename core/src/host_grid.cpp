@@ -62,14 +62,13 @@ inline std::uint32_t local_cell(grid_band const& band, point_batch const& b, std
   return local < band.cells() ? static_cast<std::uint32_t>(local) : skip_key;
 }
 
-/// Cell records of `stride` words from `words`: lo, hi, ..., count in the last word (host_grid::cell_records).
 template <coord_encoding E>
-batch_binning add_points(grid_band const& band, std::uint64_t* words, std::size_t stride, point_batch const& b)
+batch_binning add_points(grid_band const& band, accumulator_view const& acc, point_batch const& b)
 {
   batch_binning r;
-  // Cells are computed a block ahead and their records prefetched: a batch of a cloud that is not
-  // in scan order touches a random cell per point, and its cache miss would otherwise bound the
-  // loop. A record holds lo, hi and count together, so a point costs one miss, not three.
+  // Cells are computed a block ahead and their accumulators prefetched: a batch of a cloud that is
+  // not in scan order touches a random cell per point, and three cache misses a point (lo, hi,
+  // count) would otherwise bound the loop.
   constexpr std::size_t block = 256;
   constexpr std::size_t distance = 16;
   std::array<std::uint32_t, block> cells;
@@ -80,10 +79,9 @@ batch_binning add_points(grid_band const& band, std::uint64_t* words, std::size_
   std::uint32_t run_n = 0;
   auto const flush = [&] {
     if (run_n == 0) { return; }
-    std::uint64_t* const cell = words + std::size_t{run} * stride;
-    atomic_max(cell, run_lo);
-    atomic_max(cell + 1, run_hi);
-    __atomic_fetch_add(reinterpret_cast<std::uint32_t*>(cell + stride - 1), run_n, __ATOMIC_RELAXED);
+    atomic_max(acc.lo + run, run_lo);
+    atomic_max(acc.hi + run, run_hi);
+    __atomic_fetch_add(acc.count + run, run_n, __ATOMIC_RELAXED);
     r.binned += run_n;
   };
   for (std::size_t first = 0; first < b.size; first += block) {
@@ -91,9 +89,10 @@ batch_binning add_points(grid_band const& band, std::uint64_t* words, std::size_
     for (std::size_t k = 0; k < n; ++k) { cells[k] = local_cell<E>(band, b, first + k); }
     for (std::size_t k = 0; k < n; ++k) {
       if (k + distance < n && cells[k + distance] < skip_key) {
-        std::uint64_t const* const ahead = words + std::size_t{cells[k + distance]} * stride;
-        __builtin_prefetch(ahead, 1);
-        __builtin_prefetch(ahead + stride - 1, 1);  // the same line unless the record straddles two
+        std::uint32_t const ahead = cells[k + distance];
+        __builtin_prefetch(acc.lo + ahead, 1);
+        __builtin_prefetch(acc.hi + ahead, 1);
+        __builtin_prefetch(acc.count + ahead, 1);
       }
       std::uint32_t const c = cells[k];
       if (c >= skip_key) {
@@ -242,35 +241,38 @@ void keep_batch(grid_band const& band, point_batch const& b, order_store* store)
   }
 }
 
-/// The requested columns of `r`, sized for `cells` cells, as pointers for finalize_values.
-band_pointers output_columns(metric_request const& request, std::size_t cells, cell_results& r)
-{
-  auto const band = [&](bool wanted, auto& v) {
-    if (wanted) { v.resize(cells); }
-    return wanted ? v.data() : nullptr;
-  };
-  return {band(request.min, r.min),     band(request.max, r.max),   band(request.range, r.range),
-          band(request.count, r.count), band(request.mean, r.mean), band(request.stddev, r.stddev)};
-}
-
 }  // namespace
 
 host_grid::host_grid(grid_band const& band, metric_request const& request, std::uint64_t order_capacity) : band_(band)
 {
   if (request.needs_order()) { order_ = std::make_unique<order_store>(order_capacity); }
-  cells_.cells = band.cells();
-  cells_.sums = request.needs_sums();
-  cells_.m2 = request.stddev;
-  cells_.stride = 3 + (cells_.sums ? 1 : 0) + (cells_.m2 ? 1 : 0);
-  bytes_ = static_cast<std::size_t>(cells_.cells) * cells_.stride * sizeof(std::uint64_t);
+  std::uint64_t const cells = band.cells();
+  bool const sums = request.needs_sums();
+  bool const m2 = request.stddev;
+  // lo, hi | sum | m2 (8-byte fields) first, count (4-byte) last: every array stays aligned.
+  std::size_t const words = 2 + (sums ? 1 : 0) + (m2 ? 1 : 0);
+  bytes_ = static_cast<std::size_t>(cells) * (words * 8 + 4);
   if (bytes_ > 0) {
     void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     HG_EXPECTS(p != MAP_FAILED, error_kind::resource,
-            "cannot map " + std::to_string(bytes_ >> 20) + " MiB for the accumulators of " + std::to_string(cells_.cells) +
+            "cannot map " + std::to_string(bytes_ >> 20) + " MiB for the accumulators of " + std::to_string(cells) +
               " cells; choose a coarser resolution (--res) or a smaller --memory share");
     memory_ = p;
   }
-  cells_.words = static_cast<std::uint64_t*>(memory_);
+  auto* words_base = static_cast<std::uint64_t*>(memory_);
+  acc_.cells = cells;
+  acc_.lo = words_base;
+  acc_.hi = words_base + cells;
+  std::uint64_t next = 2 * cells;
+  if (sums) {
+    acc_.sum = reinterpret_cast<double*>(words_base + next);
+    next += cells;
+  }
+  if (m2) {
+    acc_.m2 = reinterpret_cast<double*>(words_base + next);
+    next += cells;
+  }
+  acc_.count = reinterpret_cast<std::uint32_t*>(words_base + next);
 }
 
 host_grid::~host_grid()
@@ -282,51 +284,51 @@ batch_binning host_grid::add_batch(point_batch const& batch)
 {
   HG_EXPECTS(!keeps_sums(), error_kind::internal, "host_grid::add_batch on a grid that keeps sums");
   keep_batch(band_, batch, order_.get());
-  return batch.encoding == coord_encoding::float64
-           ? add_points<coord_encoding::float64>(band_, cells_.words, cells_.stride, batch)
-           : add_points<coord_encoding::scaled_int32>(band_, cells_.words, cells_.stride, batch);
+  return batch.encoding == coord_encoding::float64 ? add_points<coord_encoding::float64>(band_, acc_, batch)
+                                                   : add_points<coord_encoding::scaled_int32>(band_, acc_, batch);
 }
 
 void host_grid::reduce_batch(point_batch const& batch, batch_partials& out) const
 {
+  bool const sums = acc_.sum != nullptr;
+  bool const m2 = acc_.m2 != nullptr;
   keep_batch(band_, batch, order_.get());
   if (batch.encoding == coord_encoding::float64) {
-    reduce_points<coord_encoding::float64>(band_, cells_.sums, cells_.m2, batch, out);
+    reduce_points<coord_encoding::float64>(band_, sums, m2, batch, out);
   } else {
-    reduce_points<coord_encoding::scaled_int32>(band_, cells_.sums, cells_.m2, batch, out);
+    reduce_points<coord_encoding::scaled_int32>(band_, sums, m2, batch, out);
   }
 }
 
 void host_grid::merge(batch_partials const& p)
 {
+  bool const sums = acc_.sum != nullptr;
   for (std::size_t k = 0; k < p.cells.size(); ++k) {
-    std::uint64_t* const cell = cells_.at(p.cells[k]);
-    std::uint32_t& count = *cells_.count(p.cells[k]);
+    std::uint64_t const c = p.cells[k];
     std::uint64_t const lo = lo_key(p.lo[k]);
     std::uint64_t const hi = hi_key(p.hi[k]);
-    cell[0] = lo > cell[0] ? lo : cell[0];
-    cell[1] = hi > cell[1] ? hi : cell[1];
-    if (cells_.sums) {
-      auto* const moments = reinterpret_cast<double*>(cell + 2);  // sum, then m2 when kept
+    acc_.lo[c] = lo > acc_.lo[c] ? lo : acc_.lo[c];
+    acc_.hi[c] = hi > acc_.hi[c] ? hi : acc_.hi[c];
+    if (sums) {
       double unused_m2 = 0.0;
-      merge_moments(count, moments[0], cells_.m2 ? moments[1] : unused_m2, p.n[k], p.sum[k], p.m2[k]);
+      double& m2 = acc_.m2 != nullptr ? acc_.m2[c] : unused_m2;
+      merge_moments(acc_.count[c], acc_.sum[c], m2, p.n[k], p.sum[k], p.m2[k]);
     }
-    count += p.n[k];
+    acc_.count[c] += p.n[k];
   }
 }
 
 void host_grid::merge_into(accumulator_view const& window, std::uint64_t first) const
 {
-  HG_EXPECTS(first + window.cells <= cells_.cells, error_kind::internal, "host_grid::merge_into: window outside the grid");
+  HG_EXPECTS(first + window.cells <= acc_.cells, error_kind::internal, "host_grid::merge_into: window outside the grid");
   auto const n = static_cast<std::int64_t>(window.cells);
 #pragma omp parallel for schedule(static)
   for (std::int64_t i = 0; i < n; ++i) {
     std::uint64_t const c = first + static_cast<std::uint64_t>(i);
-    std::uint32_t const count = *cells_.count(c);
+    std::uint32_t const count = acc_.count[c];
     if (count == 0) { continue; }
-    std::uint64_t const* const cell = cells_.at(c);
-    window.lo[i] = cell[0] > window.lo[i] ? cell[0] : window.lo[i];
-    window.hi[i] = cell[1] > window.hi[i] ? cell[1] : window.hi[i];
+    window.lo[i] = acc_.lo[c] > window.lo[i] ? acc_.lo[c] : window.lo[i];
+    window.hi[i] = acc_.hi[c] > window.hi[i] ? acc_.hi[c] : window.hi[i];
     window.count[i] += count;
   }
 }
@@ -336,29 +338,11 @@ cell_results host_grid::finalize_rows(std::uint32_t row0, std::uint32_t rows, st
 {
   HG_EXPECTS(row0 + std::uint64_t{rows} <= band_.rows && cols <= band_.grid.cols, error_kind::internal,
           "host_grid::finalize_rows: window outside the band");
-  cell_results r;
-  band_pointers const out = output_columns(request, std::size_t{rows} * cols, r);
-  std::uint64_t const first = std::uint64_t{row0} * band_.grid.cols;
-  auto const nrows = static_cast<std::int64_t>(rows);
-#pragma omp parallel for schedule(static)
-  for (std::int64_t row = 0; row < nrows; ++row) {
-    std::uint64_t const in = first + static_cast<std::uint64_t>(row) * band_.grid.cols;
-    std::uint64_t const o = static_cast<std::uint64_t>(row) * cols;
-    for (std::uint32_t col = 0; col < cols; ++col) {
-      std::uint64_t const* const cell = cells_.at(in + col);
-      auto const* const moments = reinterpret_cast<double const*>(cell + 2);
-      finalize_values(*cells_.count(in + col), cell[0], cell[1], cells_.sums ? moments[0] : 0.0,
-                      cells_.m2 ? moments[1] : 0.0, out, o + col, nodata);
-    }
-  }
+  auto r = finalize_window(acc_, std::uint64_t{row0} * band_.grid.cols, band_.grid.cols, rows, cols, request, nodata);
   if (request.needs_order()) {
     HG_EXPECTS(order_ != nullptr, error_kind::internal, "host_grid::finalize_rows: order statistics of a grid that kept no points");
-    if (!order_->finalized()) {
-      std::vector<std::uint32_t> counts(cells_.cells);
-      for (std::uint64_t c = 0; c < cells_.cells; ++c) { counts[c] = *cells_.count(c); }
-      order_->finalize(counts.data(), cells_.cells, request, nodata);
-    }
-    order_->copy_window(first, band_.grid.cols, rows, cols, request, r);
+    if (!order_->finalized()) { order_->finalize(acc_.count, acc_.cells, request, nodata); }
+    order_->copy_window(std::uint64_t{row0} * band_.grid.cols, band_.grid.cols, rows, cols, request, r);
   }
   return r;
 }
@@ -366,26 +350,32 @@ cell_results host_grid::finalize_rows(std::uint32_t row0, std::uint32_t rows, st
 std::uint64_t host_grid::total_count() const
 {
   std::uint64_t total = 0;
-  auto const n = static_cast<std::int64_t>(cells_.cells);
+  auto const n = static_cast<std::int64_t>(acc_.cells);
 #pragma omp parallel for reduction(+ : total) schedule(static)
-  for (std::int64_t i = 0; i < n; ++i) { total += *cells_.count(static_cast<std::uint64_t>(i)); }
+  for (std::int64_t i = 0; i < n; ++i) { total += acc_.count[i]; }
   return total;
 }
 
 std::uint32_t host_grid::max_count() const
 {
   std::uint32_t largest = 0;
-  auto const n = static_cast<std::int64_t>(cells_.cells);
+  auto const n = static_cast<std::int64_t>(acc_.cells);
 #pragma omp parallel for reduction(max : largest) schedule(static)
-  for (std::int64_t i = 0; i < n; ++i) { largest = std::max(largest, *cells_.count(static_cast<std::uint64_t>(i))); }
+  for (std::int64_t i = 0; i < n; ++i) { largest = std::max(largest, acc_.count[i]); }
   return largest;
 }
 
 cell_results finalize_window(accumulator_view const& acc, std::uint64_t first_cell, std::uint32_t acc_cols,
                              std::uint32_t rows, std::uint32_t cols, metric_request const& request, float nodata)
 {
+  std::size_t const cells = std::size_t{rows} * cols;
   cell_results r;
-  band_pointers const out = output_columns(request, std::size_t{rows} * cols, r);
+  auto const band = [&](bool wanted, auto& v) {
+    if (wanted) { v.resize(cells); }
+    return wanted ? v.data() : nullptr;
+  };
+  band_pointers const out{band(request.min, r.min),   band(request.max, r.max),   band(request.range, r.range),
+                          band(request.count, r.count), band(request.mean, r.mean), band(request.stddev, r.stddev)};
   auto const nrows = static_cast<std::int64_t>(rows);
 #pragma omp parallel for schedule(static)
   for (std::int64_t row = 0; row < nrows; ++row) {

@@ -97,30 +97,24 @@ struct band_pointers {
   float* stddev{nullptr};
 };
 
-/// Writes output cell `o` of every requested band from one cell's state (n points; lo and hi keys;
-/// sum and m2, read only for the bands that need them), under the output convention of metrics.hpp:
-/// min/max/range rounded from double once, mean = float(sum / n), stddev = float(sqrt(m2 / n)); an
-/// empty cell is nodata (count 0).
-HG_HOST_DEVICE inline void finalize_values(std::uint32_t n, std::uint64_t lo_field, std::uint64_t hi_field, double sum,
-                                           double m2, band_pointers const& out, std::uint64_t o, float nodata) noexcept
+/// Writes output cell `o` of every requested band from accumulator cell `c`, under the output
+/// convention of metrics.hpp: min/max/range rounded from double once, mean = float(sum / n),
+/// stddev = float(sqrt(m2 / n)); an empty cell is nodata (count 0).
+HG_HOST_DEVICE inline void finalize_cell(accumulator_view const& acc, std::uint64_t c, band_pointers const& out,
+                                         std::uint64_t o, float nodata) noexcept
 {
+  std::uint32_t const n = acc.count[c];
   bool const empty = n == 0;
-  double const lo = empty ? 0.0 : min_of_lo_key(lo_field);
-  double const hi = empty ? 0.0 : max_of_hi_key(hi_field);
+  double const lo = empty ? 0.0 : min_of_lo_key(acc.lo[c]);
+  double const hi = empty ? 0.0 : max_of_hi_key(acc.hi[c]);
   if (out.count != nullptr) { out.count[o] = n; }
   if (out.min != nullptr) { out.min[o] = empty ? nodata : static_cast<float>(lo); }
   if (out.max != nullptr) { out.max[o] = empty ? nodata : static_cast<float>(hi); }
   if (out.range != nullptr) { out.range[o] = empty ? nodata : static_cast<float>(hi - lo); }
-  if (out.mean != nullptr) { out.mean[o] = empty ? nodata : static_cast<float>(sum / static_cast<double>(n)); }
-  if (out.stddev != nullptr) { out.stddev[o] = empty ? nodata : static_cast<float>(::sqrt(m2 / static_cast<double>(n))); }
-}
-
-/// finalize_values of accumulator cell `c` into output cell `o`.
-HG_HOST_DEVICE inline void finalize_cell(accumulator_view const& acc, std::uint64_t c, band_pointers const& out,
-                                         std::uint64_t o, float nodata) noexcept
-{
-  finalize_values(acc.count[c], acc.lo[c], acc.hi[c], out.mean != nullptr ? acc.sum[c] : 0.0,
-                  out.stddev != nullptr ? acc.m2[c] : 0.0, out, o, nodata);
+  if (out.mean != nullptr) { out.mean[o] = empty ? nodata : static_cast<float>(acc.sum[c] / static_cast<double>(n)); }
+  if (out.stddev != nullptr) {
+    out.stddev[o] = empty ? nodata : static_cast<float>(::sqrt(acc.m2[c] / static_cast<double>(n)));
+  }
 }
 
 }  // namespace heightgrid

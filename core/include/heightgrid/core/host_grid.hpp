@@ -56,7 +56,8 @@ class host_grid {
   ~host_grid();
 
   [[nodiscard]] grid_band const& band() const noexcept { return band_; }
-  [[nodiscard]] bool keeps_sums() const noexcept { return cells_.sums; }
+  [[nodiscard]] accumulator_view view() const noexcept { return acc_; }
+  [[nodiscard]] bool keeps_sums() const noexcept { return acc_.sum != nullptr; }
 
   /// Bins every point of `batch` with atomics (min, max, count). Thread-safe; the grid must not keep
   /// sums (use reduce_batch + merge). Consecutive points of one cell are combined before the atomics.
@@ -88,24 +89,8 @@ class host_grid {
   [[nodiscard]] std::uint32_t max_count() const;
 
  private:
-  /// One record of 8-byte words per cell, so that a point's update touches one cache line, not one
-  /// per field (a cloud out of scan order meets a random cell per point): lo, hi, [sum], [m2], then
-  /// count in the low half of the last word (cell_accumulator.hpp gives the fields' meaning).
-  struct cell_records {
-    std::uint64_t* words{nullptr};
-    std::uint64_t cells{0};
-    std::size_t stride{3};  ///< words per cell
-    bool sums{false};
-    bool m2{false};
-    [[nodiscard]] std::uint64_t* at(std::uint64_t c) const noexcept { return words + c * stride; }
-    [[nodiscard]] std::uint32_t* count(std::uint64_t c) const noexcept
-    {
-      return reinterpret_cast<std::uint32_t*>(at(c) + stride - 1);
-    }
-  };
-
   grid_band band_;
-  cell_records cells_;
+  accumulator_view acc_;
   void* memory_{nullptr};
   std::size_t bytes_{0};
   std::unique_ptr<order_store> order_;  ///< the kept points, when order statistics are asked
