@@ -137,47 +137,39 @@ class arithmetic_decoder {
 
   std::uint32_t decode_symbol(symbol_model& m) {
     std::uint32_t const* const dist = m.distribution();
+    // The searches below find the last symbol whose interval starts at or below the value.
+    // They halve a count instead of branching on each comparison (the outcome is data, so a
+    // branch would be mispredicted half the time) and run a number of steps that depends only
+    // on the model and table slot. Intervals start strictly increasing, so they find the same
+    // symbol as a bisection would, corrupt data included.
+    std::uint32_t value = value_;
+    std::uint32_t const unit = length_ >> detail::symbol_length_shift;
     std::uint32_t symbol;
-    std::uint32_t low;
-    std::uint32_t high = length_;
     if (m.table_size_ != 0) {
-      length_ >>= detail::symbol_length_shift;
-      std::uint32_t const target = value_ / length_;
+      std::uint32_t const target = value / unit;
       std::uint32_t slot = target >> m.table_shift_;
       // Only corrupt data (value >= length) can point beyond the table.
       if (slot > m.table_size_) slot = m.table_size_;
       std::uint32_t const* const table = m.table();
       symbol = table[slot];
-      std::uint32_t upper = table[slot + 1] + 1;
-      while (upper > symbol + 1) {
-        std::uint32_t const mid = (symbol + upper) >> 1;
-        if (dist[mid] > target) {
-          upper = mid;
-        } else {
-          symbol = mid;
-        }
+      std::uint32_t n = table[slot + 1] + 1 - symbol;
+      while (n > 1) {
+        std::uint32_t const half = n >> 1;
+        symbol = dist[symbol + half] <= target ? symbol + half : symbol;
+        n -= half;
       }
-      low = dist[symbol] * length_;
-      if (symbol != m.last_symbol_) high = dist[symbol + 1] * length_;
     } else {
-      low = 0;
       symbol = 0;
-      length_ >>= detail::symbol_length_shift;
-      std::uint32_t upper = m.symbols_;
-      std::uint32_t mid = upper >> 1;
-      do {
-        std::uint32_t const z = length_ * dist[mid];
-        if (z > value_) {
-          upper = mid;
-          high = z;
-        } else {
-          symbol = mid;
-          low = z;
-        }
-        mid = (symbol + upper) >> 1;
-      } while (mid != symbol);
+      std::uint32_t n = m.symbols_;
+      while (n > 1) {
+        std::uint32_t const half = n >> 1;
+        symbol = unit * dist[symbol + half] <= value ? symbol + half : symbol;
+        n -= half;
+      }
     }
-    value_ -= low;
+    std::uint32_t const low = dist[symbol] * unit;
+    std::uint32_t const high = symbol != m.last_symbol_ ? dist[symbol + 1] * unit : length_;
+    value_ = value - low;
     length_ = high - low;
     if (length_ < detail::min_length) renormalise();
     ++m.counts()[symbol];
