@@ -74,7 +74,7 @@ class bit_model {
 
 /// Adaptive model of an alphabet of 2..2048 symbols. The cumulative distribution is rebuilt
 /// periodically; alphabets above 16 symbols also keep a lookup table that narrows the search
-/// for the decoded symbol to a few entries.
+/// for the decoded symbol to one or two steps.
 class symbol_model {
  public:
   explicit symbol_model(std::uint32_t symbols);
