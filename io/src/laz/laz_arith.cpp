@@ -27,7 +27,7 @@ symbol_model::symbol_model(std::uint32_t symbols) : symbols_(symbols), last_symb
 
 void symbol_model::reset()
 {
-  std::uint32_t* c = counts();
+  std::uint16_t* c = counts();
   for (std::uint32_t s = 0; s < symbols_; ++s) { c[s] = 1; }
   total_count_ = 0;
   update_cycle_ = symbols_;
@@ -38,15 +38,15 @@ void symbol_model::reset()
 
 void symbol_model::update()
 {
-  std::uint32_t* const c = counts();
-  std::uint32_t* const dist = distribution();
+  std::uint16_t* const c = counts();
+  std::uint16_t* const dist = distribution();
   // The counts decoded since the last update sum to update_cycle_; halve them all when the total
   // would pass 2^15 so that the 15-bit distribution keeps every symbol a non-zero width.
   total_count_ += update_cycle_;
   if (total_count_ > detail::symbol_max_count) {
     total_count_ = 0;
     for (std::uint32_t s = 0; s < symbols_; ++s) {
-      c[s] = (c[s] + 1) >> 1;
+      c[s] = static_cast<std::uint16_t>((c[s] + 1) >> 1);
       total_count_ += c[s];
     }
   }
@@ -54,22 +54,22 @@ void symbol_model::update()
   std::uint32_t sum = 0;
   if (table_size_ == 0) {
     for (std::uint32_t s = 0; s < symbols_; ++s) {
-      dist[s] = (scale * sum) >> (31 - detail::symbol_length_shift);
+      dist[s] = static_cast<std::uint16_t>((scale * sum) >> (31 - detail::symbol_length_shift));
       sum += c[s];
     }
   } else {
     // table[t] = the symbol whose interval contains the start of slot t (so the search for a
     // value in slot t runs between table[t] and table[t + 1] + 1).
-    std::uint32_t* const table = this->table();
+    std::uint16_t* const table = this->table();
     std::uint32_t slot = 0;
     for (std::uint32_t s = 0; s < symbols_; ++s) {
-      dist[s] = (scale * sum) >> (31 - detail::symbol_length_shift);
+      dist[s] = static_cast<std::uint16_t>((scale * sum) >> (31 - detail::symbol_length_shift));
       sum += c[s];
       std::uint32_t const w = dist[s] >> table_shift_;
-      while (slot < w) { table[++slot] = s - 1; }
+      while (slot < w) { table[++slot] = static_cast<std::uint16_t>(s - 1); }
     }
     table[0] = 0;
-    while (slot <= table_size_) { table[++slot] = symbols_ - 1; }
+    while (slot <= table_size_) { table[++slot] = static_cast<std::uint16_t>(symbols_ - 1); }
   }
   // Adapt quickly at first, then less and less often (up to every 8 * (symbols + 6) symbols).
   update_cycle_ = (5 * update_cycle_) >> 2;
