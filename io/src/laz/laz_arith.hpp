@@ -156,10 +156,15 @@ class arithmetic_decoder {
       std::uint16_t const* const table = m.table();
       symbol = table[slot];
       std::uint32_t n = std::uint32_t{table[slot + 1]} + 1 - symbol;
-      while (n > 1) {
-        std::uint32_t const half = n >> 1;
-        symbol = dist[symbol + half] <= target ? symbol + half : symbol;
-        n -= half;
+      if (n <= 2) {
+        // Most slots hold one or two interval starts: one comparison, no loop to mispredict.
+        symbol += (n == 2 && dist[symbol + 1] <= target) ? 1 : 0;
+      } else {
+        while (n > 1) {
+          std::uint32_t const half = n >> 1;
+          symbol = dist[symbol + half] <= target ? symbol + half : symbol;
+          n -= half;
+        }
       }
     } else {
       symbol = 0;
