@@ -1,5 +1,6 @@
 #include "laz_arith.hpp"
 
+#include <algorithm>
 #include <string>
 
 namespace heightgrid::io::laz {
@@ -59,17 +60,22 @@ void symbol_model::update()
     }
   } else {
     // table[t] = the symbol whose interval contains the start of slot t (so the search for a
-    // value in slot t runs between table[t] and table[t + 1] + 1).
+    // value in slot t runs between table[t] and table[t + 1] + 1): for t >= 1, one less than
+    // the number of symbols whose interval starts in a slot before t. Counted as a histogram of
+    // start slots and summed up, which has no branch on the data.
     std::uint16_t* const table = this->table();
-    std::uint32_t slot = 0;
+    std::fill(table, table + table_size_ + 2, std::uint16_t{0});
     for (std::uint32_t s = 0; s < symbols_; ++s) {
       dist[s] = static_cast<std::uint16_t>((scale * sum) >> (31 - detail::symbol_length_shift));
       sum += c[s];
-      std::uint32_t const w = dist[s] >> table_shift_;
-      while (slot < w) { table[++slot] = static_cast<std::uint16_t>(s - 1); }
+      ++table[(dist[s] >> table_shift_) + 1];  // dist < 2^15: start slot < table_size_
+    }
+    std::uint32_t before = 0;
+    for (std::uint32_t t = 1; t <= table_size_ + 1; ++t) {
+      before += table[t];
+      table[t] = static_cast<std::uint16_t>(before - 1);
     }
     table[0] = 0;
-    while (slot <= table_size_) { table[++slot] = static_cast<std::uint16_t>(symbols_ - 1); }
   }
   // Adapt quickly at first, then less and less often (up to every 8 * (symbols + 6) symbols).
   update_cycle_ = (5 * update_cycle_) >> 2;
