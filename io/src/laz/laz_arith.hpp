@@ -90,7 +90,9 @@ class symbol_model {
   // their total stays below 2^15 + 8 * (2048 + 6) between two updates.
   std::uint16_t* distribution() { return storage_.data(); }
   std::uint16_t* table() { return storage_.data() + symbols_; }
-  std::uint16_t* counts() { return storage_.data() + symbols_ + (table_size_ ? table_size_ + 2 : 0); }
+  std::uint16_t* counts() {
+    return storage_.data() + symbols_ + (table_size_ ? table_size_ + 2 : 0);
+  }
 
   std::vector<std::uint16_t> storage_;
   std::uint32_t symbols_;
@@ -176,7 +178,8 @@ class arithmetic_decoder {
       }
     }
     std::uint32_t const low = std::uint32_t{dist[symbol]} * unit;
-    std::uint32_t const high = symbol != m.last_symbol_ ? std::uint32_t{dist[symbol + 1]} * unit : length_;
+    std::uint32_t const high =
+        symbol != m.last_symbol_ ? std::uint32_t{dist[symbol + 1]} * unit : length_;
     value_ = value - low;
     length_ = high - low;
     if (length_ < detail::min_length) renormalise();
