@@ -74,7 +74,7 @@ class bit_model {
 
 /// Adaptive model of an alphabet of 2..2048 symbols. The cumulative distribution is rebuilt
 /// periodically; alphabets above 16 symbols also keep a lookup table that narrows the search
-/// for the decoded symbol to a few entries.
+/// for the decoded symbol to one or two steps.
 class symbol_model {
  public:
   explicit symbol_model(std::uint32_t symbols);
@@ -84,12 +84,17 @@ class symbol_model {
  private:
   friend class arithmetic_decoder;
   void update();
-  // One allocation: distribution[symbols], counts[symbols], lookup table[table_size + 2].
-  std::uint32_t* distribution() { return storage_.data(); }
-  std::uint32_t* counts() { return storage_.data() + symbols_; }
-  std::uint32_t* table() { return storage_.data() + 2 * std::size_t{symbols_}; }
+  // One allocation: distribution[symbols], lookup table[table_size + 2], counts[symbols]; the
+  // first two are read by every decode, so they come first and in 16 bits (distribution
+  // values are below 2^15, symbols below 2^11) to halve what the cache must hold. Counts fit too:
+  // their total stays below 2^15 + 8 * (2048 + 6) between two updates.
+  std::uint16_t* distribution() { return storage_.data(); }
+  std::uint16_t* table() { return storage_.data() + symbols_; }
+  std::uint16_t* counts() {
+    return storage_.data() + symbols_ + (table_size_ ? table_size_ + 2 : 0);
+  }
 
-  std::vector<std::uint32_t> storage_;
+  std::vector<std::uint16_t> storage_;
   std::uint32_t symbols_;
   std::uint32_t last_symbol_;
   std::uint32_t table_size_ = 0;   // 0: no lookup table, binary search over all symbols
@@ -136,48 +141,46 @@ class arithmetic_decoder {
   }
 
   std::uint32_t decode_symbol(symbol_model& m) {
-    std::uint32_t const* const dist = m.distribution();
+    std::uint16_t const* const dist = m.distribution();
+    // The searches below find the last symbol whose interval starts at or below the value.
+    // They halve a count instead of branching on each comparison (the outcome is data, so a
+    // branch would be mispredicted half the time) and run a number of steps that depends only
+    // on the model and table slot. Intervals start strictly increasing, so they find the same
+    // symbol as a bisection would, corrupt data included.
+    std::uint32_t value = value_;
+    std::uint32_t const unit = length_ >> detail::symbol_length_shift;
     std::uint32_t symbol;
-    std::uint32_t low;
-    std::uint32_t high = length_;
     if (m.table_size_ != 0) {
-      length_ >>= detail::symbol_length_shift;
-      std::uint32_t const target = value_ / length_;
+      std::uint32_t const target = value / unit;
       std::uint32_t slot = target >> m.table_shift_;
       // Only corrupt data (value >= length) can point beyond the table.
       if (slot > m.table_size_) slot = m.table_size_;
-      std::uint32_t const* const table = m.table();
+      std::uint16_t const* const table = m.table();
       symbol = table[slot];
-      std::uint32_t upper = table[slot + 1] + 1;
-      while (upper > symbol + 1) {
-        std::uint32_t const mid = (symbol + upper) >> 1;
-        if (dist[mid] > target) {
-          upper = mid;
-        } else {
-          symbol = mid;
+      std::uint32_t n = std::uint32_t{table[slot + 1]} + 1 - symbol;
+      if (n <= 2) {
+        // Most slots hold one or two interval starts: one comparison, no loop to mispredict.
+        symbol += (n == 2 && dist[symbol + 1] <= target) ? 1 : 0;
+      } else {
+        while (n > 1) {
+          std::uint32_t const half = n >> 1;
+          symbol = dist[symbol + half] <= target ? symbol + half : symbol;
+          n -= half;
         }
       }
-      low = dist[symbol] * length_;
-      if (symbol != m.last_symbol_) high = dist[symbol + 1] * length_;
     } else {
-      low = 0;
       symbol = 0;
-      length_ >>= detail::symbol_length_shift;
-      std::uint32_t upper = m.symbols_;
-      std::uint32_t mid = upper >> 1;
-      do {
-        std::uint32_t const z = length_ * dist[mid];
-        if (z > value_) {
-          upper = mid;
-          high = z;
-        } else {
-          symbol = mid;
-          low = z;
-        }
-        mid = (symbol + upper) >> 1;
-      } while (mid != symbol);
+      std::uint32_t n = m.symbols_;
+      while (n > 1) {
+        std::uint32_t const half = n >> 1;
+        symbol = unit * std::uint32_t{dist[symbol + half]} <= value ? symbol + half : symbol;
+        n -= half;
+      }
     }
-    value_ -= low;
+    std::uint32_t const low = std::uint32_t{dist[symbol]} * unit;
+    std::uint32_t const high =
+        symbol != m.last_symbol_ ? std::uint32_t{dist[symbol + 1]} * unit : length_;
+    value_ = value - low;
     length_ = high - low;
     if (length_ < detail::min_length) renormalise();
     ++m.counts()[symbol];

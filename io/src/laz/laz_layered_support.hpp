@@ -139,21 +139,19 @@ class median_of_five {
   std::int32_t get() const { return v_[2]; }
   void add(std::int32_t x)
   {
-    if (drop_largest_) {
-      // Insert after every value <= x; the largest value falls off the top.
-      int i = 0;
-      while (i < 4 && !(x < v_[i])) { ++i; }
-      for (int j = 4; j > i; --j) { v_[j] = v_[j - 1]; }
-      v_[i] = x;
-      if (i > 2) drop_largest_ = false;
-    } else {
-      // Insert before every value >= x; the smallest value falls off the bottom.
-      int i = 4;
-      while (i > 0 && !(v_[i] < x)) { --i; }
-      for (int j = 0; j < i; ++j) { v_[j] = v_[j + 1]; }
-      v_[i] = x;
-      if (i < 2) drop_largest_ = true;
-    }
+    // Either way x joins four of the five sorted values: the lower four when the largest drops
+    // out, else the upper four. Merging one value into a sorted run is a min/max per slot, so
+    // the update has no data-dependent branch (the steps of a real file are close to random).
+    std::int32_t const* const w = v_.data() + (drop_largest_ ? 0 : 1);
+    std::int32_t const w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
+    // Sides switch when x lands beyond the middle: above it (ties included) while the largest
+    // drops out, below it (ties included) while the smallest does.
+    drop_largest_ = x < v_[2] || (!drop_largest_ && x == v_[2]);
+    v_[0] = std::min(w0, x);
+    v_[1] = std::max(w0, std::min(w1, x));
+    v_[2] = std::max(w1, std::min(w2, x));
+    v_[3] = std::max(w2, std::min(w3, x));
+    v_[4] = std::max(w3, x);
   }
 
  private:

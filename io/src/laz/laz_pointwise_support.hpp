@@ -6,6 +6,7 @@
 
 #include "laz_pointwise.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <string>
@@ -79,53 +80,19 @@ class median_of_five {
   std::int32_t get() const { return v_[2]; }
   void add(std::int32_t x)
   {
-    if (replace_high_) {
-      if (x < v_[2]) {
-        v_[4] = v_[3];
-        v_[3] = v_[2];
-        if (x < v_[0]) {
-          v_[2] = v_[1];
-          v_[1] = v_[0];
-          v_[0] = x;
-        } else if (x < v_[1]) {
-          v_[2] = v_[1];
-          v_[1] = x;
-        } else {
-          v_[2] = x;
-        }
-      } else {
-        if (x < v_[3]) {
-          v_[4] = v_[3];
-          v_[3] = x;
-        } else {
-          v_[4] = x;
-        }
-        replace_high_ = false;
-      }
-    } else {
-      if (v_[2] < x) {
-        v_[0] = v_[1];
-        v_[1] = v_[2];
-        if (v_[4] < x) {
-          v_[2] = v_[3];
-          v_[3] = v_[4];
-          v_[4] = x;
-        } else if (v_[3] < x) {
-          v_[2] = v_[3];
-          v_[3] = x;
-        } else {
-          v_[2] = x;
-        }
-      } else {
-        if (v_[1] < x) {
-          v_[0] = v_[1];
-          v_[1] = x;
-        } else {
-          v_[0] = x;
-        }
-        replace_high_ = true;
-      }
-    }
+    // Either way x joins four of the five sorted values: the lower four when the largest drops
+    // out, else the upper four. Merging one value into a sorted run is a min/max per slot, so
+    // the update has no data-dependent branch (the steps of a real file are close to random).
+    std::int32_t const* const w = v_.data() + (replace_high_ ? 0 : 1);
+    std::int32_t const w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
+    // Sides switch when x lands beyond the middle: above it (ties included) while the largest
+    // drops out, below it (ties included) while the smallest does.
+    replace_high_ = x < v_[2] || (!replace_high_ && x == v_[2]);
+    v_[0] = std::min(w0, x);
+    v_[1] = std::max(w0, std::min(w1, x));
+    v_[2] = std::max(w1, std::min(w2, x));
+    v_[3] = std::max(w2, std::min(w3, x));
+    v_[4] = std::max(w3, x);
   }
 
  private:
