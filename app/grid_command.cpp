@@ -144,10 +144,11 @@ void report_stages(grid_job_report const& r, double input_bytes, double write_s,
                 100.0 * bin_share, 100.0 * wait_share);
   if (r.gpu_batches > 0) {
     double const h2d_share = r.gpu.h2d_ms * 1e-3 / pass;
-    spdlog::debug("GPU {}: started in {} (overlapped with reading), {} of {} batches; H2D {:.1f} ms for {} "
+    spdlog::debug("GPU {}: started in {} (overlapped with reading; {} batches read meanwhile), {} of {} batches; "
+                  "H2D {:.1f} ms for {} "
                   "({:.1f} GB/s while copying, {:.0f} % of the pass), binning kernels {:.1f} ms ({:.0f} %), "
                   "finalize + download {:.1f} ms",
-                  r.device, human_seconds(r.gpu_start_s), with_commas(r.gpu_batches),
+                  r.device, human_seconds(r.gpu_start_s), with_commas(r.read_ahead_batches), with_commas(r.gpu_batches),
                   with_commas(r.gpu_batches + r.cpu_batches), r.gpu.h2d_ms, human_bytes(static_cast<double>(r.gpu.bytes_uploaded)),
                   r.gpu.h2d_ms > 0.0 ? static_cast<double>(r.gpu.bytes_uploaded) / (r.gpu.h2d_ms * 1e-3) / 1e9 : 0.0,
                   100.0 * h2d_share, r.gpu.bin_ms, 100.0 * r.gpu.bin_ms * 1e-3 / pass, r.gpu.finalize_ms);
@@ -201,6 +202,9 @@ CLI::App* add_grid_command(CLI::App& app, grid_options& o)
                   "or a CSR mode (thread, warp, cub, hybrid) reducing the batch sorted by cell; auto: atomic, or "
                   "thread for mean/stddev (sums in the CPU's order: bit-identical to --device cpu)")
     ->default_val(std::string(auto_mode_name));
+  cmd->add_option("--read-ahead", o.read_ahead,
+                  "GPU jobs of range/min/max/count: batch memory the readers may fill while CUDA starts, e.g. 1G "
+                  "(default: 2G or a quarter of the host budget, the smaller; 0: the readers wait for the GPU)");
   add_input_options(*cmd, o.in);
   auto* tiles = cmd->add_option_group("Tiled output", "Cut the grid into tiles, each its own GeoTIFF, with a VRT over them");
   tiles->add_option("--tile-size", o.tile_size,
@@ -269,6 +273,7 @@ int run_grid(grid_options const& o)
   }
   job.threads = apply_threads(o.run.threads);
   job.host_memory = job.device_memory = parse_memory(o.run.memory);
+  if (!o.read_ahead.empty()) { job.read_ahead = o.read_ahead == "0" ? 0 : parse_memory(o.read_ahead, "--read-ahead"); }
   job.progress = o.run.progress || stderr_is_terminal();
   job.progress_terminal = stderr_is_terminal();
   std::string assigned_crs;

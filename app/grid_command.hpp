@@ -29,6 +29,7 @@ struct grid_options {
   bool json{false};     ///< --json: what was written, as one JSON document on stdout
   std::string preview;  ///< --preview FILE.png: band 1 rendered for a quick look
   std::string mode{"auto"};
+  std::string read_ahead;  ///< --read-ahead SIZE; empty: the default (min(2G, a quarter of the host budget))
   // Tiled output (-o names a directory)
   std::string tile_size;              ///< --tile-size CELLS or COLSxROWS
   std::optional<double> tile_size_m;  ///< --tile-size-m: tile side in CRS units

@@ -4,10 +4,15 @@
 #include "heightgrid/kernels/gpu.hpp"
 
 #include <chrono>
+#include <algorithm>
 #include <condition_variable>
+#include <cstring>
+#include <deque>
+#include <functional>
 #include <cstdlib>
 #include <mutex>
 #include <thread>
+#include <unordered_set>
 #include <vector>
 
 namespace heightgrid::app {
@@ -34,11 +39,19 @@ struct gpu_stage::shared {
   bool abandoned{false};
 
   int device{-1};
+  std::function<bool()> before_start;
   std::size_t batch_points{0};
   std::size_t slot_bytes{0};
   std::size_t slots{0};
   std::unique_ptr<std::byte[], free_deleter> ring;
   std::vector<std::size_t> free_slots;
+
+  // Read-ahead while starting: plain buffers (each slot_bytes, freed once uploaded) and batches
+  // parked until the stage settles.
+  std::size_t read_ahead_limit{0};
+  std::unordered_set<std::byte const*> read_ahead;
+  std::deque<point_batch> parked;
+  std::uint64_t parked_total{0};
 
   bool started{false};
   std::optional<gpu_stage::device_facts> facts;
@@ -64,6 +77,31 @@ struct gpu_stage::shared {
       now = s;
     }
     changed.notify_all();
+  }
+
+  ~shared()
+  {
+    for (auto const* p : read_ahead) { std::free(const_cast<std::byte*>(p)); }
+  }
+
+  bool owns(point_batch const& b) const noexcept
+  {
+    auto const* p = static_cast<std::byte const*>(b.data);
+    return p >= ring.get() && p < ring.get() + slots * slot_bytes;
+  }
+
+  /// Drops the parked batches (the job stops). Caller holds `mutex`.
+  void drop_parked()
+  {
+    for (auto const& b : parked) {
+      if (owns(b)) {
+        free_slots.push_back(slot_of(b));
+      } else {
+        read_ahead.erase(static_cast<std::byte const*>(b.data));
+        std::free(b.data);
+      }
+    }
+    parked.clear();
   }
 
   void release(std::size_t slot)
@@ -92,6 +130,10 @@ struct gpu_stage::shared {
   static void start(std::shared_ptr<shared> s)
   {
     std::string reason;
+    if (s->before_start && !s->before_start()) {
+      s->settle(state::failed, "the start was refused (before_start)");
+      return;
+    }
     bool const ok = start_gpu(&reason, s->device);
     if (!ok) {
       s->settle(state::failed, reason);
@@ -134,9 +176,11 @@ struct gpu_stage::shared {
   }
 };
 
-gpu_stage::gpu_stage(std::size_t batch_points, std::size_t ring_slots, int device) : s_(std::make_shared<shared>())
+gpu_stage::gpu_stage(std::size_t batch_points, std::size_t ring_slots, int device, std::function<bool()> before_start)
+  : s_(std::make_shared<shared>())
 {
   s_->device = device;
+  s_->before_start = std::move(before_start);
   s_->batch_points = batch_points;
   s_->slot_bytes = batch_bytes(batch_points);
   s_->slots = std::max<std::size_t>(1, ring_slots);
@@ -229,17 +273,125 @@ std::optional<point_batch> gpu_stage::try_slot()
 std::optional<point_batch> gpu_stage::slot(std::atomic<bool> const& stopping)
 {
   std::unique_lock<std::mutex> lock(s_->mutex);
-  s_->changed.wait(lock, [&] { return !s_->free_slots.empty() || s_->stopping || stopping.load(); });
+  s_->changed.wait(lock, [&] {
+    return !s_->free_slots.empty() || s_->stopping || stopping.load() ||
+           (s_->now.load() != state::starting && !s_->parked.empty());
+  });
   if (s_->free_slots.empty()) { return std::nullopt; }
   std::size_t const slot = s_->free_slots.back();
   s_->free_slots.pop_back();
   return s_->batch_of(slot);
 }
 
-bool gpu_stage::owns(point_batch const& b) const noexcept
+bool gpu_stage::owns(point_batch const& b) const noexcept { return s_->owns(b); }
+
+void gpu_stage::allow_read_ahead(std::size_t buffers)
 {
-  auto const* p = static_cast<std::byte const*>(b.data);
-  return p >= s_->ring.get() && p < s_->ring.get() + s_->slots * s_->slot_bytes;
+  std::lock_guard<std::mutex> lock(s_->mutex);
+  s_->read_ahead_limit = buffers;
+}
+
+std::optional<point_batch> gpu_stage::read_ahead_slot()
+{
+  std::lock_guard<std::mutex> lock(s_->mutex);
+  if (s_->read_ahead_limit == 0 || s_->now.load() != state::starting || s_->stopping) { return std::nullopt; }
+  if (!s_->free_slots.empty()) {
+    std::size_t const slot = s_->free_slots.back();
+    s_->free_slots.pop_back();
+    return s_->batch_of(slot);
+  }
+  if (s_->read_ahead.size() >= s_->read_ahead_limit) { return std::nullopt; }
+  auto* p = static_cast<std::byte*>(std::aligned_alloc(4096, (s_->slot_bytes + 4095) / 4096 * 4096));
+  if (p == nullptr) { return std::nullopt; }  // no memory to read ahead: wait for the GPU as without it
+  s_->read_ahead.insert(p);
+  point_batch b;
+  b.data = p;
+  b.capacity = s_->batch_points;
+  return b;
+}
+
+bool gpu_stage::park(point_batch const& b)
+{
+  std::lock_guard<std::mutex> lock(s_->mutex);
+  if (s_->read_ahead_limit == 0 || s_->now.load() != state::starting || s_->stopping) { return false; }
+  s_->parked.push_back(b);
+  ++s_->parked_total;
+  return true;
+}
+
+std::optional<point_batch> gpu_stage::take_parked()
+{
+  std::lock_guard<std::mutex> lock(s_->mutex);
+  if (s_->now.load() == state::starting || s_->parked.empty()) { return std::nullopt; }
+  // Ring slots first: they upload without a copy and free slots for the plain buffers' copies.
+  auto it = std::find_if(s_->parked.begin(), s_->parked.end(), [&](point_batch const& b) { return s_->owns(b); });
+  if (it == s_->parked.end()) { it = s_->parked.begin(); }
+  point_batch const b = *it;
+  s_->parked.erase(it);
+  return b;
+}
+
+bool gpu_stage::has_parked() const
+{
+  std::lock_guard<std::mutex> lock(s_->mutex);
+  return !s_->parked.empty();
+}
+
+bool gpu_stage::is_read_ahead(point_batch const& b) const
+{
+  std::lock_guard<std::mutex> lock(s_->mutex);
+  return s_->read_ahead.count(static_cast<std::byte const*>(b.data)) != 0;
+}
+
+void gpu_stage::submit_copy(point_batch const& b, std::atomic<bool> const& stopping)
+{
+  std::optional<point_batch> slot;
+  {
+    // A ring slot returns when its upload is done: wait for one (not for the parked batches, as slot() does).
+    std::unique_lock<std::mutex> lock(s_->mutex);
+    s_->changed.wait(lock, [&] { return !s_->free_slots.empty() || s_->stopping || stopping.load(); });
+    if (!s_->free_slots.empty()) {
+      slot = s_->batch_of(s_->free_slots.back());
+      s_->free_slots.pop_back();
+    }
+  }
+  if (slot) {
+    // The three columns sit at the same places for the same capacity: copy what is filled.
+    std::size_t const column = b.column_bytes() * b.capacity;
+    for (std::size_t k = 0; k < 3; ++k) {
+      std::memcpy(static_cast<std::byte*>(slot->data) + k * column, static_cast<std::byte const*>(b.data) + k * column,
+                  b.column_bytes() * b.size);
+    }
+    slot->size = b.size;
+    slot->encoding = b.encoding;
+    slot->transform = b.transform;
+    try {
+      submit(*slot);
+    } catch (...) {
+      give_back(*slot);
+      free_read_ahead(b);
+      throw;
+    }
+  }
+  free_read_ahead(b);
+}
+
+void gpu_stage::free_read_ahead(point_batch const& b)
+{
+  std::lock_guard<std::mutex> lock(s_->mutex);
+  if (s_->read_ahead.erase(static_cast<std::byte const*>(b.data)) != 0) { std::free(b.data); }
+}
+
+std::uint64_t gpu_stage::parked_total() const
+{
+  std::lock_guard<std::mutex> lock(s_->mutex);
+  return s_->parked_total;
+}
+
+bool gpu_stage::stopped() const
+{
+  std::lock_guard<std::mutex> lock(s_->mutex);
+  return s_->stopping;
 }
 
 void gpu_stage::give_back(point_batch const& b) { s_->release(s_->slot_of(b)); }
@@ -258,6 +410,7 @@ void gpu_stage::stop()
   {
     std::lock_guard<std::mutex> lock(s_->mutex);
     s_->stopping = true;
+    s_->drop_parked();
   }
   s_->changed.notify_all();
 }

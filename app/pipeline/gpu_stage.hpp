@@ -13,6 +13,8 @@
 
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,7 +29,10 @@ class gpu_stage {
   /// points. The binner is created once configure() has said what to bin, on CUDA device `device`
   /// (-1: the runtime's default). A stage may serve several jobs in turn (tiles): the first
   /// configures it, the next reset its binner to their grid.
-  gpu_stage(std::size_t batch_points, std::size_t ring_slots, int device = -1);
+  /// `before_start` (tests) runs on the start-up thread before CUDA starts; returning false makes
+  /// the start fail as CUDA's failure would.
+  gpu_stage(std::size_t batch_points, std::size_t ring_slots, int device = -1,
+            std::function<bool()> before_start = {});
   gpu_stage(gpu_stage const&) = delete;
   gpu_stage& operator=(gpu_stage const&) = delete;
   /// Joins the background thread if it has finished; otherwise leaves it to finish alone (a small
@@ -58,7 +63,8 @@ class gpu_stage {
 
   /// A free slot without waiting: empty unless the stage is ready and a slot is free.
   [[nodiscard]] std::optional<point_batch> try_slot();
-  /// A free slot, waiting for one (any state); empty once `stopping` is set.
+  /// A free slot, waiting for one (any state); empty once `stopping` is set, or when the stage has
+  /// settled with parked batches that are to be uploaded first (take_parked).
   [[nodiscard]] std::optional<point_batch> slot(std::atomic<bool> const& stopping);
   [[nodiscard]] bool owns(point_batch const& batch) const noexcept;
   /// Returns an unused slot.
@@ -66,7 +72,38 @@ class gpu_stage {
   /// Uploads and bins a slot's batch (stage ready); the slot returns once its copy is done.
   /// Serialised: any worker may call it.
   void submit(point_batch const& batch);
-  /// Wakes every wait (the job stops).
+  // ---- reading ahead while CUDA starts (jobs whose batches may be binned in any order) -----------
+  // CUDA's start takes a third of a second or more; a job's readers would otherwise wait for it with
+  // one batch each. With read-ahead allowed they go on reading into the free ring slots and up to
+  // `buffers` plain host buffers, and park what they read; once the stage is ready the workers
+  // upload the parked batches (a plain buffer is copied into a ring slot first), or bin them on the
+  // CPU if it failed.
+
+  /// Allows up to `buffers` plain buffers of batch memory while the stage starts (0: none, the
+  /// default: every batch waits for the stage).
+  void allow_read_ahead(std::size_t buffers);
+  /// While starting, with read-ahead allowed: a free ring slot, else a new plain buffer within the
+  /// limit; empty otherwise (never waits).
+  [[nodiscard]] std::optional<point_batch> read_ahead_slot();
+  /// Keeps a batch read while starting (ring slot or plain buffer) until the stage settles. False
+  /// when the stage is no longer starting or read-ahead is off: the caller uploads or bins it.
+  [[nodiscard]] bool park(point_batch const& batch);
+  /// A parked batch once the stage has settled (ring slots first); empty while starting or none.
+  [[nodiscard]] std::optional<point_batch> take_parked();
+  [[nodiscard]] bool has_parked() const;
+  /// Whether `batch` is one of the plain read-ahead buffers.
+  [[nodiscard]] bool is_read_ahead(point_batch const& batch) const;
+  /// Uploads a plain buffer's batch through a ring slot (waits for one; the stage is ready) and
+  /// frees the buffer.
+  void submit_copy(point_batch const& batch, std::atomic<bool> const& stopping);
+  /// Frees a plain read-ahead buffer.
+  void free_read_ahead(point_batch const& batch);
+  /// Batches parked while the stage started, since it was made.
+  [[nodiscard]] std::uint64_t parked_total() const;
+  /// Whether stop() was called (and not resumed).
+  [[nodiscard]] bool stopped() const;
+
+  /// Wakes every wait (the job stops); parked batches are dropped.
   void stop();
   /// Hands out slots again after stop(): a pass that ended early (a band of percentiles that did not
   /// fit, split and read again). The binner must have been synchronized (every slot back).

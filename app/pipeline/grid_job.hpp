@@ -66,6 +66,7 @@ struct grid_job_options {
   unsigned threads{0};                       ///< 0: every core
   std::uint64_t host_memory{0};              ///< accumulator budget on the host, bytes (0: default)
   std::uint64_t device_memory{0};            ///< on the device (0: default)
+  std::optional<std::uint64_t> read_ahead;   ///< batch bytes read while CUDA starts (default: min(2 GiB, host budget / 4))
   int gpu_device{-1};                        ///< CUDA device of a stage the job starts (-1: the default)
   bool progress{false};
   bool progress_terminal{false};
@@ -99,6 +100,7 @@ struct grid_job_report {
   std::string device;  ///< the GPU's name, when one was used
   std::uint64_t cpu_batches{0};
   std::uint64_t gpu_batches{0};
+  std::uint64_t read_ahead_batches{0};  ///< GPU batches read while CUDA started (parked until it was up)
   unsigned threads{0};
   double gpu_start_s{0.0};
   std::string gpu_note;  ///< why the GPU was not used, when it was not

@@ -126,6 +126,15 @@ class scheduler {
         }
       }
     }
+    if (!stopping_.load()) {
+      auto const t = clock_type::now();
+      try {
+        sink_.finish(w, stopping_);
+      } catch (...) {
+        fail(std::current_exception());
+      }
+      times.sink += seconds_since(t);
+    }
   }
 
   /// Reads the claimed part into `batch` and hands it to the sink; `owned` turns false once the

@@ -51,6 +51,9 @@ class part_sink {
   virtual void deliver(unsigned worker, part_ticket const& ticket, point_batch& batch) = 0;
   /// A batch acquired but not read into (no part was left, or the job stops).
   virtual void give_back(unsigned worker, point_batch& batch) = 0;
+  /// Called by each worker once no part is left for it (not when the job stops): work the sink
+  /// kept back (batches parked while the GPU started) is finished here, on every worker.
+  virtual void finish(unsigned /*worker*/, std::atomic<bool> const& /*stopping*/) {}
   /// The job stops (an error): wake every acquire() that waits for memory.
   virtual void stop() {}
 };

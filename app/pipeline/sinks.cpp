@@ -42,8 +42,13 @@ point_batch grid_sink::acquire(unsigned worker, std::atomic<bool> const& stoppin
   switch (route_) {
     case bin_route::cpu: break;
     case bin_route::gpu:
-      if (auto slot = gpu_->slot(stopping)) { return *slot; }
-      break;  // stopping: any memory will do, it is given back unused
+      for (;;) {
+        drain_parked(worker, stopping);
+        if (auto ahead = gpu_->read_ahead_slot()) { return *ahead; }
+        if (auto slot = gpu_->slot(stopping)) { return *slot; }
+        if (stopping.load() || gpu_->stopped()) { break; }  // any memory will do, it is given back unused
+      }
+      break;
     case bin_route::cooperative:
       if (auto slot = gpu_->try_slot()) { return *slot; }
       break;
@@ -51,9 +56,14 @@ point_batch grid_sink::acquire(unsigned worker, std::atomic<bool> const& stoppin
   return buffers_.get(worker);
 }
 
+bool grid_sink::gpu_memory(point_batch const& batch) const
+{
+  return gpu_ != nullptr && (gpu_->owns(batch) || gpu_->is_read_ahead(batch));
+}
+
 void grid_sink::process(unsigned worker, point_batch& batch)
 {
-  if (gpu_ != nullptr && gpu_->owns(batch)) { return; }  // binned when delivered
+  if (gpu_memory(batch)) { return; }  // binned when delivered
   bin_on_cpu(worker, batch);
 }
 
@@ -77,25 +87,9 @@ void grid_sink::bin_on_cpu(unsigned worker, point_batch& batch)
 void grid_sink::deliver(unsigned worker, part_ticket const&, point_batch& batch)
 {
   auto& w = workers_[worker];
-  if (gpu_ != nullptr && gpu_->owns(batch)) {
-    std::atomic<bool> const never{false};
-    if (gpu_->current() == gpu_stage::state::ready || gpu_->wait_ready(never)) {
-      gpu_->submit(batch);
-      ++w.gpu_batches;
-      return;
-    }
-    // The GPU did not start: bin the slot's batch on the CPU (in order, since this is deliver()).
-    try {
-      bin_on_cpu(worker, batch);
-      if (w.partials_pending) {
-        host_.load()->merge(w.partials);
-        w.partials_pending = false;
-      }
-    } catch (...) {
-      gpu_->give_back(batch);
-      throw;
-    }
-    gpu_->give_back(batch);
+  if (gpu_memory(batch)) {
+    if (gpu_->park(batch)) { return; }  // read while CUDA starts: uploaded once it is up
+    upload_or_bin(worker, batch);
     return;
   }
   if (w.partials_pending) {
@@ -104,9 +98,62 @@ void grid_sink::deliver(unsigned worker, part_ticket const&, point_batch& batch)
   }
 }
 
+void grid_sink::upload_or_bin(unsigned worker, point_batch& batch)
+{
+  auto& w = workers_[worker];
+  bool const ring = gpu_->owns(batch);
+  auto const recycle = [&] {
+    if (ring) {
+      gpu_->give_back(batch);
+    } else {
+      gpu_->free_read_ahead(batch);
+    }
+  };
+  std::atomic<bool> const never{false};
+  if (gpu_->current() == gpu_stage::state::ready || gpu_->wait_ready(never)) {
+    if (ring) {
+      gpu_->submit(batch);
+    } else {
+      gpu_->submit_copy(batch, never);
+    }
+    ++w.gpu_batches;
+    return;
+  }
+  // The GPU did not start: bin the batch on the CPU (in order, when called from deliver()).
+  try {
+    bin_on_cpu(worker, batch);
+    if (w.partials_pending) {
+      host_.load()->merge(w.partials);
+      w.partials_pending = false;
+    }
+  } catch (...) {
+    recycle();
+    throw;
+  }
+  recycle();
+}
+
+void grid_sink::drain_parked(unsigned worker, std::atomic<bool> const& stopping)
+{
+  if (gpu_ == nullptr || stopping.load()) { return; }
+  while (auto parked = gpu_->take_parked()) { upload_or_bin(worker, *parked); }
+}
+
+void grid_sink::finish(unsigned worker, std::atomic<bool> const& stopping)
+{
+  if (gpu_ == nullptr || !gpu_->has_parked()) { return; }
+  (void)gpu_->wait_ready(stopping);  // settled (ready or failed) or stopping
+  drain_parked(worker, stopping);
+}
+
 void grid_sink::give_back(unsigned, point_batch& batch)
 {
-  if (gpu_ != nullptr && gpu_->owns(batch)) { gpu_->give_back(batch); }
+  if (gpu_ == nullptr) { return; }
+  if (gpu_->owns(batch)) {
+    gpu_->give_back(batch);
+  } else {
+    gpu_->free_read_ahead(batch);
+  }
 }
 
 void grid_sink::stop()

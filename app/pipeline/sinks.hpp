@@ -63,6 +63,7 @@ class grid_sink final : public part_sink {
   void process(unsigned worker, point_batch& batch) override;
   void deliver(unsigned worker, part_ticket const& ticket, point_batch& batch) override;
   void give_back(unsigned worker, point_batch& batch) override;
+  void finish(unsigned worker, std::atomic<bool> const& stopping) override;
   void stop() override;
 
   /// Points binned / outside the grid by the CPU (the GPU counts its own).
@@ -75,6 +76,12 @@ class grid_sink final : public part_sink {
 
  private:
   void bin_on_cpu(unsigned worker, point_batch& batch);
+  /// A batch of the GPU stage's (ring slot or read-ahead buffer): uploaded once the stage is ready,
+  /// or binned on the CPU if it failed; its memory goes back either way.
+  void upload_or_bin(unsigned worker, point_batch& batch);
+  /// Uploads (or bins) the batches parked while the GPU started, once it has settled.
+  void drain_parked(unsigned worker, std::atomic<bool> const& stopping);
+  [[nodiscard]] bool gpu_memory(point_batch const& batch) const;
   host_grid* fallback_host();
 
   struct per_worker {

@@ -141,6 +141,10 @@ TEST_F(Cli, BadOptionValues)
   expect_failure(run(base + "--a_srs EPSG:999999999"), 2, "EPSG:999999999", o);
   expect_failure(run(base + "--device tpu"), 2, "tpu", o);
   expect_failure(run(base + "--returns middle"), 2, "middle", o);
+  expect_failure(run(base + "--read-ahead lots"), 2, "--read-ahead", o);
+  // 0 turns reading ahead of the GPU off; any size is a usable value on any device.
+  ASSERT_EQ(run(base + "--read-ahead 0").code, 0);
+  ASSERT_EQ(run(base + "--read-ahead 64M --overwrite").code, 0);
 }
 
 TEST_F(Cli, TruncatedLas)

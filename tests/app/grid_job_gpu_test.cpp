@@ -14,10 +14,15 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace heightgrid::app {
@@ -74,6 +79,62 @@ TEST(GridJob, GpuRoutesEqualTheCpu)
     }
   }
   EXPECT_GT(shared_gpu_batches, 0U) << "the shared route never used the GPU";
+}
+
+/// A GPU stage whose start waits until release() (or fails then, with `succeed` false).
+struct held_stage {
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool released{false};
+  bool succeed{true};
+  std::function<bool()> hook()
+  {
+    return [this] {
+      std::unique_lock<std::mutex> lock(mutex);
+      cv.wait(lock, [this] { return released; });
+      return succeed;
+    };
+  }
+  void release()
+  {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      released = true;
+    }
+    cv.notify_all();
+  }
+};
+
+TEST(GridJob, ReadersReadAheadWhileTheGpuStarts)
+{
+  if (!gpu_available()) { GTEST_SKIP() << "no usable GPU: reading ahead of the GPU is checked on the GPU machine"; }
+  auto const c = three_clouds(999, true);  // 41 parts of at most 999 points
+  auto const sources = sources_of(c);
+  grid_job_options o;
+  o.xres = o.yres = 1.0;
+  o.request = extremes();
+  o.threads = 4;
+  o.device = device_choice::cpu;
+  memory_output cpu;
+  (void)run_grid_job(sources, o, cpu);
+  o.device = device_choice::gpu;
+  held_stage held;
+  // 4 ring slots: the other parts can only be read ahead into plain buffers.
+  auto stage = std::make_shared<gpu_stage>(1000, 4, -1, held.hook());
+  std::thread release([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    held.release();
+  });
+  memory_output gpu;
+  grid_job_report report;
+  EXPECT_NO_THROW(report = run_grid_job(sources, o, gpu, stage));
+  release.join();
+  EXPECT_EQ(report.route, "GPU");
+  // Every part was read while the start was held (300 ms is ample for 41 small parts), parked, and
+  // uploaded once the GPU was up.
+  EXPECT_EQ(report.read_ahead_batches, report.gpu_batches);
+  EXPECT_GT(report.gpu_batches, 4U);
+  expect_bands(gpu.bands, cpu.bands, o.request, 0);
 }
 
 TEST(GridJob, EveryGpuBatchReductionAndModeEqualsTheCpu)

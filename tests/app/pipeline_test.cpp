@@ -17,10 +17,13 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <optional>
 #include <set>
+#include <string>
+#include <thread>
 
 namespace heightgrid::app {
 namespace {
@@ -368,6 +371,48 @@ TEST(GridJob, AGpuJobThatNoPointReachesWritesEmptyCellsAndServesTheNextJob)
   auto const want = reference(c, o.request, 2.0, g, o.fixed_grid);
   expect_bands(near.bands, want, o.request);
   EXPECT_EQ(report.gpu_batches > 0, true);
+}
+
+TEST(GridJob, BatchesReadAheadOfAGpuThatFailsToStartEndInAnErrorNotAHang)
+{
+  // Runs with or without a GPU: the stage's start is held while the readers read every part ahead
+  // (parked in ring slots and plain buffers), then fails. --device gpu: a device error naming the
+  // reason; every parked buffer freed (the sanitizer build checks for leaks), no worker left waiting.
+  auto const c = three_clouds(999, true);
+  auto const sources = sources_of(c);
+  grid_job_options o;
+  o.xres = o.yres = 1.0;
+  o.request = extremes();
+  o.threads = 4;
+  o.device = device_choice::gpu;
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool released = false;
+  auto stage = std::make_shared<gpu_stage>(1000, 4, -1, [&] {
+    std::unique_lock<std::mutex> lock(mutex);
+    cv.wait(lock, [&] { return released; });
+    return false;
+  });
+  std::thread release([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      released = true;
+    }
+    cv.notify_all();
+  });
+  memory_output out;
+  try {
+    (void)run_grid_job(sources, o, out, stage);
+    ADD_FAILURE() << "a GPU job whose GPU failed to start succeeded";
+  } catch (error const& e) {
+    EXPECT_EQ(e.kind(), error_kind::device);
+    EXPECT_NE(std::string(e.what()).find("the start was refused"), std::string::npos) << e.what();
+  }
+  release.join();
+  EXPECT_FALSE(out.committed);
+  EXPECT_GT(stage->parked_total(), 4U) << "the readers did not read past the 4 ring slots while the GPU started";
+  EXPECT_FALSE(stage->has_parked());
 }
 
 TEST(GridJob, ATightMemoryBudgetBinsInBandsWithTheSameResult)
