@@ -343,17 +343,33 @@ bool gpu_stage::is_read_ahead(point_batch const& b) const
   return s_->read_ahead.count(static_cast<std::byte const*>(b.data)) != 0;
 }
 
-void gpu_stage::submit_copy(point_batch const& b, std::atomic<bool> const& stopping)
+std::size_t gpu_stage::submit_copy(point_batch const& b, std::atomic<bool> const& stopping)
 {
+  std::size_t submitted = 0;
   std::optional<point_batch> slot;
-  {
-    // A ring slot returns when its upload is done: wait for one (not for the parked batches, as slot() does).
-    std::unique_lock<std::mutex> lock(s_->mutex);
-    s_->changed.wait(lock, [&] { return !s_->free_slots.empty() || s_->stopping || stopping.load(); });
-    if (!s_->free_slots.empty()) {
-      slot = s_->batch_of(s_->free_slots.back());
-      s_->free_slots.pop_back();
+  for (;;) {
+    std::optional<point_batch> parked_slot;
+    {
+      // Wait for a free ring slot. Ring slots parked while CUDA started come back only once they
+      // are uploaded, and every worker may be here with a plain buffer: upload those first.
+      std::unique_lock<std::mutex> lock(s_->mutex);
+      auto parked_ring = [&] {
+        return std::find_if(s_->parked.begin(), s_->parked.end(), [&](point_batch const& p) { return s_->owns(p); });
+      };
+      s_->changed.wait(lock, [&] {
+        return !s_->free_slots.empty() || s_->stopping || stopping.load() || parked_ring() != s_->parked.end();
+      });
+      if (!s_->free_slots.empty()) {
+        slot = s_->batch_of(s_->free_slots.back());
+        s_->free_slots.pop_back();
+      } else if (auto it = parked_ring(); it != s_->parked.end() && !s_->stopping && !stopping.load()) {
+        parked_slot = *it;
+        s_->parked.erase(it);
+      }
     }
+    if (!parked_slot) { break; }
+    submit(*parked_slot);
+    ++submitted;
   }
   if (slot) {
     // The three columns sit at the same places for the same capacity: copy what is filled.
@@ -372,8 +388,10 @@ void gpu_stage::submit_copy(point_batch const& b, std::atomic<bool> const& stopp
       free_read_ahead(b);
       throw;
     }
+    ++submitted;
   }
   free_read_ahead(b);
+  return submitted;
 }
 
 void gpu_stage::free_read_ahead(point_batch const& b)

@@ -93,9 +93,10 @@ class gpu_stage {
   [[nodiscard]] bool has_parked() const;
   /// Whether `batch` is one of the plain read-ahead buffers.
   [[nodiscard]] bool is_read_ahead(point_batch const& batch) const;
-  /// Uploads a plain buffer's batch through a ring slot (waits for one; the stage is ready) and
-  /// frees the buffer.
-  void submit_copy(point_batch const& batch, std::atomic<bool> const& stopping);
+  /// Uploads a plain buffer's batch through a ring slot (the stage is ready) and frees the buffer.
+  /// While it waits for a free slot it uploads the ring slots still parked (they free slots, and
+  /// every worker may be waiting here). Returns the batches submitted (0 once stopping).
+  std::size_t submit_copy(point_batch const& batch, std::atomic<bool> const& stopping);
   /// Frees a plain read-ahead buffer.
   void free_read_ahead(point_batch const& batch);
   /// Batches parked while the stage started, since it was made.

@@ -113,10 +113,10 @@ void grid_sink::upload_or_bin(unsigned worker, point_batch& batch)
   if (gpu_->current() == gpu_stage::state::ready || gpu_->wait_ready(never)) {
     if (ring) {
       gpu_->submit(batch);
+      ++w.gpu_batches;
     } else {
-      gpu_->submit_copy(batch, never);
+      w.gpu_batches += gpu_->submit_copy(batch, never);
     }
-    ++w.gpu_batches;
     return;
   }
   // The GPU did not start: bin the batch on the CPU (in order, when called from deliver()).

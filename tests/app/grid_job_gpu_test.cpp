@@ -14,6 +14,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -108,33 +109,44 @@ struct held_stage {
 TEST(GridJob, ReadersReadAheadWhileTheGpuStarts)
 {
   if (!gpu_available()) { GTEST_SKIP() << "no usable GPU: reading ahead of the GPU is checked on the GPU machine"; }
-  auto const c = three_clouds(999, true);  // 41 parts of at most 999 points
-  auto const sources = sources_of(c);
-  grid_job_options o;
-  o.xres = o.yres = 1.0;
-  o.request = extremes();
-  o.threads = 4;
-  o.device = device_choice::cpu;
-  memory_output cpu;
-  (void)run_grid_job(sources, o, cpu);
-  o.device = device_choice::gpu;
-  held_stage held;
-  // 4 ring slots: the other parts can only be read ahead into plain buffers.
-  auto stage = std::make_shared<gpu_stage>(1000, 4, -1, held.hook());
-  std::thread release([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
-    held.release();
-  });
-  memory_output gpu;
-  grid_job_report report;
-  EXPECT_NO_THROW(report = run_grid_job(sources, o, gpu, stage));
-  release.join();
-  EXPECT_EQ(report.route, "GPU");
-  // Every part was read while the start was held (300 ms is ample for 41 small parts), parked, and
-  // uploaded once the GPU was up.
-  EXPECT_EQ(report.read_ahead_batches, report.gpu_batches);
-  EXPECT_GT(report.gpu_batches, 4U);
-  expect_bands(gpu.bands, cpu.bands, o.request, 0);
+  // 41 parts of at most 999 points, all read while the start is held for 300 ms; and 40,000 parts of
+  // one point with the start released after 20 ms, so that the GPU comes up while workers still hold
+  // plain buffers and every ring slot is parked (they must upload the parked slots to get one).
+  struct variant {
+    std::size_t part;
+    int hold_ms;
+  };
+  for (auto const v : {variant{999, 300}, variant{1, 20}}) {
+    auto const c = three_clouds(v.part, true);
+    auto const sources = sources_of(c);
+    grid_job_options o;
+    o.xres = o.yres = 1.0;
+    o.request = extremes();
+    o.threads = 4;
+    o.device = device_choice::cpu;
+    memory_output cpu;
+    (void)run_grid_job(sources, o, cpu);
+    o.device = device_choice::gpu;
+    held_stage held;
+    // 4 ring slots: the other parts can only be read ahead into plain buffers.
+    auto stage = std::make_shared<gpu_stage>(std::max<std::size_t>(v.part, 1), 4, -1, held.hook());
+    std::thread release([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(v.hold_ms));
+      held.release();
+    });
+    memory_output gpu;
+    grid_job_report report;
+    EXPECT_NO_THROW(report = run_grid_job(sources, o, gpu, stage));
+    release.join();
+    EXPECT_EQ(report.route, "GPU");
+    EXPECT_GT(report.read_ahead_batches, 4U) << v.part;
+    if (v.part == 999) {
+      // Every part was read while the start was held, parked, and uploaded once the GPU was up.
+      EXPECT_EQ(report.read_ahead_batches, report.gpu_batches);
+    }
+    EXPECT_EQ(report.cpu_batches, 0U);
+    expect_bands(gpu.bands, cpu.bands, o.request, 0);
+  }
 }
 
 TEST(GridJob, EveryGpuBatchReductionAndModeEqualsTheCpu)
