@@ -38,10 +38,9 @@ enum class device_choice { automatic, gpu, cpu };
 /// The thresholds of --device auto, named so that a measurement can move them (docs/benchmarks.md).
 struct auto_device_policy {
   /// Below this many points (from the headers) the GPU is not started: the CPU finishes first.
-  /// Measured on an H100 host with 16 cores (docs/benchmarks.md, "--device auto"): the GPU route
-  /// costs ~0.5 s before its first point (CUDA's start, the device's accumulators); the CPU grids
-  /// 3 * 10^7 LAS points in 0.33-0.38 s and 10^8 in 0.87-1.13 s (GPU 0.90-1.07 s), 10^9 in 14.8 s
-  /// (GPU 5.9 s): the crossover lies between 10^8 and 2 * 10^8.
+  /// Measured on H200 hosts with 16 cores (docs/benchmarks.md, "--device auto"): the GPU route costs
+  /// ~0.45 s before its first point and at exit (CUDA's start and teardown); LAS of 10^8 points CPU
+  /// 0.64 s / GPU 0.79 s, 2 * 10^8 CPU 1.13 s / GPU 1.08 s: the crossover lies between the two.
   static constexpr std::uint64_t gpu_min_points = 150'000'000;
   /// Mean/stddev cannot be shared between the CPU and the GPU (the merge order would depend on
   /// timing), so such jobs pick one; the GPU from this many points (not measured separately yet).
