@@ -13,6 +13,8 @@
 // Every table index derived from decoded data is clamped, so corrupt input gives garbage values
 // or an error, never an out-of-bounds access or an endless loop.
 
+#include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
@@ -308,6 +310,41 @@ class integer_decompressor {
   std::vector<symbol_model> k_models_;          // one per context, corr_bits + 1 symbols
   bit_model zero_model_;                        // k = 0
   std::vector<symbol_model> corrector_models_;  // index k = 1..corr_bits (0 unused)
+};
+
+/// Running median of the last five values, the X and Y step predictor of the point10 v2 and
+/// point14 coders, updated in O(1) as LASzip's coders do it: the five values are kept sorted; a new
+/// value replaces one end of the window, which alternates between the low and the high end
+/// depending on where the last value went. The encoder does the same, so it is reproduced exactly,
+/// ties included.
+class median_of_five {
+ public:
+  void reset()
+  {
+    v_ = {0, 0, 0, 0, 0};
+    replace_high_ = true;
+  }
+  std::int32_t get() const { return v_[2]; }
+  void add(std::int32_t x)
+  {
+    // Either way x joins four of the five sorted values: the lower four when the largest drops
+    // out, else the upper four. Merging one value into a sorted run is a min/max per slot, so
+    // the update has no data-dependent branch (the steps of a real file are close to random).
+    std::int32_t const* const w = v_.data() + (replace_high_ ? 0 : 1);
+    std::int32_t const w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
+    // Sides switch when x lands beyond the middle: above it (ties included) while the largest
+    // drops out, below it (ties included) while the smallest does.
+    replace_high_ = x < v_[2] || (!replace_high_ && x == v_[2]);
+    v_[0] = std::min(w0, x);
+    v_[1] = std::max(w0, std::min(w1, x));
+    v_[2] = std::max(w1, std::min(w2, x));
+    v_[3] = std::max(w2, std::min(w3, x));
+    v_[4] = std::max(w3, x);
+  }
+
+ private:
+  std::array<std::int32_t, 5> v_{};
+  bool replace_high_{true};
 };
 
 }  // namespace heightgrid::io::laz

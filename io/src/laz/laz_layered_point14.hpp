@@ -350,8 +350,8 @@ class point14_decoder {
     ch.return_step.reset();
     ch.dx.init();
     ch.dy.init();
-    for (auto& m : ch.dx_median) { m.clear(); }
-    for (auto& m : ch.dy_median) { m.clear(); }
+    for (auto& m : ch.dx_median) { m.reset(); }
+    for (auto& m : ch.dy_median) { m.reset(); }
 
     if (live_[layer_z]) {
       ch.z.init();

@@ -125,40 +125,6 @@ class context_models {
   std::uint32_t symbols_;
 };
 
-/// Streaming approximation of the median of the last five values, the predictor of X and Y
-/// steps. The five values are kept sorted; a new value alternately displaces the largest and
-/// the smallest one (switching sides when it lands beyond the middle), which is what the
-/// encoder does, so it must be reproduced exactly, ties included.
-class median_of_five {
- public:
-  void clear()
-  {
-    v_ = {};
-    drop_largest_ = true;
-  }
-  std::int32_t get() const { return v_[2]; }
-  void add(std::int32_t x)
-  {
-    // Either way x joins four of the five sorted values: the lower four when the largest drops
-    // out, else the upper four. Merging one value into a sorted run is a min/max per slot, so
-    // the update has no data-dependent branch (the steps of a real file are close to random).
-    std::int32_t const* const w = v_.data() + (drop_largest_ ? 0 : 1);
-    std::int32_t const w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
-    // Sides switch when x lands beyond the middle: above it (ties included) while the largest
-    // drops out, below it (ties included) while the smallest does.
-    drop_largest_ = x < v_[2] || (!drop_largest_ && x == v_[2]);
-    v_[0] = std::min(w0, x);
-    v_[1] = std::max(w0, std::min(w1, x));
-    v_[2] = std::max(w1, std::min(w2, x));
-    v_[3] = std::max(w2, std::min(w3, x));
-    v_[4] = std::max(w3, x);
-  }
-
- private:
-  std::array<std::int32_t, 5> v_{};
-  bool drop_largest_ = true;
-};
-
 /// Which of six X/Y step predictors a point uses, by [number of returns][return number]:
 /// single returns, first/last of few returns and the middle of many returns move differently.
 // clang-format off

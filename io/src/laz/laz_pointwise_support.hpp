@@ -67,39 +67,6 @@ class lazy_models {
   std::array<std::unique_ptr<symbol_model>, 256> models_;
 };
 
-/// Running median of the last five values, updated in O(1) the way LASzip's point10 v2 coder
-/// does it: the five values are kept sorted; a new value replaces the oldest end of the window,
-/// which alternates between the low and the high end depending on where the last value went.
-class median_of_five {
- public:
-  void reset()
-  {
-    v_ = {0, 0, 0, 0, 0};
-    replace_high_ = true;
-  }
-  std::int32_t get() const { return v_[2]; }
-  void add(std::int32_t x)
-  {
-    // Either way x joins four of the five sorted values: the lower four when the largest drops
-    // out, else the upper four. Merging one value into a sorted run is a min/max per slot, so
-    // the update has no data-dependent branch (the steps of a real file are close to random).
-    std::int32_t const* const w = v_.data() + (replace_high_ ? 0 : 1);
-    std::int32_t const w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
-    // Sides switch when x lands beyond the middle: above it (ties included) while the largest
-    // drops out, below it (ties included) while the smallest does.
-    replace_high_ = x < v_[2] || (!replace_high_ && x == v_[2]);
-    v_[0] = std::min(w0, x);
-    v_[1] = std::max(w0, std::min(w1, x));
-    v_[2] = std::max(w1, std::min(w2, x));
-    v_[3] = std::max(w2, std::min(w3, x));
-    v_[4] = std::max(w3, x);
-  }
-
- private:
-  std::array<std::int32_t, 5> v_{};
-  bool replace_high_{true};
-};
-
 /// The point10 fields, unpacked from the 20 bytes of a LAS 1.0-1.3 base record.
 struct point10 {
   std::int32_t x, y, z;
