@@ -32,6 +32,7 @@ namespace {
 using pipeline_fixtures::expect_bands;
 using pipeline_fixtures::extremes;
 using pipeline_fixtures::fake_source;
+using pipeline_fixtures::held_start;
 using pipeline_fixtures::memory_output;
 using pipeline_fixtures::sources_of;
 using pipeline_fixtures::three_clouds;
@@ -82,30 +83,6 @@ TEST(GridJob, GpuRoutesEqualTheCpu)
   EXPECT_GT(shared_gpu_batches, 0U) << "the shared route never used the GPU";
 }
 
-/// A GPU stage whose start waits until release() (or fails then, with `succeed` false).
-struct held_stage {
-  std::mutex mutex;
-  std::condition_variable cv;
-  bool released{false};
-  bool succeed{true};
-  std::function<bool()> hook()
-  {
-    return [this] {
-      std::unique_lock<std::mutex> lock(mutex);
-      cv.wait(lock, [this] { return released; });
-      return succeed;
-    };
-  }
-  void release()
-  {
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      released = true;
-    }
-    cv.notify_all();
-  }
-};
-
 TEST(GridJob, ReadersReadAheadWhileTheGpuStarts)
 {
   if (!gpu_available()) { GTEST_SKIP() << "no usable GPU: reading ahead of the GPU is checked on the GPU machine"; }
@@ -127,17 +104,13 @@ TEST(GridJob, ReadersReadAheadWhileTheGpuStarts)
     memory_output cpu;
     (void)run_grid_job(sources, o, cpu);
     o.device = device_choice::gpu;
-    held_stage held;
+    held_start held;
     // 4 ring slots: the other parts can only be read ahead into plain buffers.
     auto stage = std::make_shared<gpu_stage>(std::max<std::size_t>(v.part, 1), 4, -1, held.hook());
-    std::thread release([&] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(v.hold_ms));
-      held.release();
-    });
+    held.release_after(v.hold_ms);
     memory_output gpu;
     grid_job_report report;
     EXPECT_NO_THROW(report = run_grid_job(sources, o, gpu, stage));
-    release.join();
     EXPECT_EQ(report.route, "GPU");
     EXPECT_GT(report.read_ahead_batches, 4U) << v.part;
     if (v.part == 999) {

@@ -18,6 +18,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <mutex>
+#include <thread>
 #include <atomic>
 #include <cmath>
 #include <cstddef>
@@ -234,5 +239,50 @@ inline job_case three_clouds(std::size_t part, bool integers)
   c.integers = integers;
   return c;
 }
+
+/// A GPU stage's start held back (gpu_stage's before_start hook) until release(), then going on
+/// (`succeed`) or failing: the readers of a job on such a stage read ahead while it "starts".
+class held_start {
+ public:
+  explicit held_start(bool succeed = true) : succeed_(succeed) {}
+  held_start(held_start const&) = delete;
+  held_start& operator=(held_start const&) = delete;
+  ~held_start()
+  {
+    release();
+    if (releaser_.joinable()) { releaser_.join(); }
+  }
+  [[nodiscard]] std::function<bool()> hook()
+  {
+    return [this] {
+      std::unique_lock<std::mutex> lock(mutex_);
+      released_cv_.wait(lock, [this] { return released_; });
+      return succeed_;
+    };
+  }
+  void release()
+  {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      released_ = true;
+    }
+    released_cv_.notify_all();
+  }
+  /// release() after `ms` milliseconds, on a thread of its own.
+  void release_after(int ms)
+  {
+    releaser_ = std::thread([this, ms] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+      release();
+    });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable released_cv_;
+  bool released_{false};
+  bool succeed_;
+  std::thread releaser_;
+};
 
 }  // namespace heightgrid::app::pipeline_fixtures

@@ -32,6 +32,7 @@ using pipeline_fixtures::cloud;
 using pipeline_fixtures::expect_bands;
 using pipeline_fixtures::extremes;
 using pipeline_fixtures::fake_source;
+using pipeline_fixtures::held_start;
 using pipeline_fixtures::job_case;
 using pipeline_fixtures::memory_output;
 using pipeline_fixtures::reference;
@@ -385,22 +386,9 @@ TEST(GridJob, BatchesReadAheadOfAGpuThatFailsToStartEndInAnErrorNotAHang)
   o.request = extremes();
   o.threads = 4;
   o.device = device_choice::gpu;
-  std::mutex mutex;
-  std::condition_variable cv;
-  bool released = false;
-  auto stage = std::make_shared<gpu_stage>(1000, 4, -1, [&] {
-    std::unique_lock<std::mutex> lock(mutex);
-    cv.wait(lock, [&] { return released; });
-    return false;
-  });
-  std::thread release([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(200));
-    {
-      std::lock_guard<std::mutex> lock(mutex);
-      released = true;
-    }
-    cv.notify_all();
-  });
+  held_start held(false);
+  auto stage = std::make_shared<gpu_stage>(1000, 4, -1, held.hook());
+  held.release_after(200);
   memory_output out;
   try {
     (void)run_grid_job(sources, o, out, stage);
@@ -409,7 +397,6 @@ TEST(GridJob, BatchesReadAheadOfAGpuThatFailsToStartEndInAnErrorNotAHang)
     EXPECT_EQ(e.kind(), error_kind::device);
     EXPECT_NE(std::string(e.what()).find("the start was refused"), std::string::npos) << e.what();
   }
-  release.join();
   EXPECT_FALSE(out.committed);
   EXPECT_GT(stage->parked_total(), 4U) << "the readers did not read past the 4 ring slots while the GPU started";
   EXPECT_FALSE(stage->has_parked());
