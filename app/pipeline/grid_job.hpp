@@ -39,7 +39,7 @@ enum class device_choice { automatic, gpu, cpu };
 struct auto_device_policy {
   /// Below this many points (from the headers) the GPU is not started: the CPU finishes first.
   /// Measured on H200 hosts with 16 cores (docs/benchmarks.md, "--device auto"): the GPU route costs
-  /// ~0.45 s before its first point and at exit (CUDA's start and teardown); LAS of 10^8 points CPU
+  /// ~0.45 s more than the CPU route on a small job (CUDA's start); LAS of 10^8 points CPU
   /// 0.64 s / GPU 0.79 s, 2 * 10^8 CPU 1.13 s / GPU 1.08 s: the crossover lies between the two.
   static constexpr std::uint64_t gpu_min_points = 150'000'000;
   /// Mean/stddev cannot be shared between the CPU and the GPU (the merge order would depend on
