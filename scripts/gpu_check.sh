@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU verification and timings, run on the lent GPU machine from a device pack:
 #   tar xJf .devpack/pack.tar.xz -C /tmp && source /tmp/pack/env.sh && scripts/gpu_check.sh PART
-# PART: tests | sanitize (sanitize_stream: the streaming binner only) | equal | bench (POINTS=1e8 LAS) | all, or (run alone) startup (POINTS, VARIANTS) | crossover | huge | laz (LAZ_WHEELS) | ladder | sanitize2 | sweep | compare8 |
+# PART: tests | sanitize (sanitize_stream: the streaming binner only) | equal | bench (POINTS=1e8 LAS) | all, or (run alone) startup (POINTS, VARIANTS) | ab (OLD, NEW, RUNS, VARIANTS) | crossover | huge | laz (LAZ_WHEELS) | ladder | sanitize2 | sweep | compare8 |
 # gpus (SYNTH_POINTS) | mpi | mpi_synth (SYNTH_POINTS) | percentiles (POINTS) | compare9 (KINDS="skewed clustered" picks the kinds) | sums | torch | pipeline | real (REPEAT=20, MODES=thread,warp,hybrid
 # picks the modes, COMPARE_ARGS=--no-gate adds options) | ncu (KINDS, POINTS) | ncu_source (KIND, KERNEL, MODES). sweep takes SWEEP_ARGS. Logs go to $OUT (or /tmp/gpu_out).
 set -u
@@ -123,6 +123,38 @@ if [[ $part == startup ]]; then
     # shellcheck disable=SC2086
     timed "$v" heightgrid grid "$las" -o "$work/o.tif" --overwrite --res 1 $v
     grep -E 'finalize|stages|GPU' "$work/v.log" | sed 's/^heightgrid: //' | cut -c1-300 | sort -u
+  done
+fi
+
+if [[ $part == ab ]]; then
+  # Two builds on one machine, alternating (lent machines differ by up to 30 %): OLD=path of the
+  # earlier heightgrid (e.g. a CPU build of the last commit), NEW (default: heightgrid); RUNS (5),
+  # POINTS (1e8), VARIANTS separated by ';' (default: the range, and four bands).
+  n=${POINTS:-100000000}; runs=${RUNS:-5}; new=${NEW:-$(command -v heightgrid)}
+  las=$work/l$n.las
+  [[ -f $las ]] || { step "synth lidar --points $n"; heightgrid synth lidar --points "$n" -o "$las" -q; }
+  step "machine limits (same run)"; heightgrid limits "$las" 2>&1 | grep -E 'page cache|device reads|pinned' | sed 's/^heightgrid: info: //'
+  IFS=';' read -r -a variants <<< "${VARIANTS:---device cpu;--device cpu --metrics range,min,max,count}"
+  for v in "${variants[@]}"; do
+    step "A/B: grid $(basename "$las") --res 1 $v, $runs alternating runs after a warm-up each"
+    for exe in "$OLD" "$new"; do "$exe" grid "$las" -o "$work/ab.tif" --overwrite --res 1 $v -q 2> /dev/null; done
+    declare -A walls=() rss=() parts=()
+    for _ in $(seq "$runs"); do
+      for side in old new; do
+        exe=$OLD; [[ $side == new ]] && exe=$new
+        # shellcheck disable=SC2086
+        /usr/bin/time -f "%e %M" -o "$work/t" "$exe" grid "$las" -o "$work/ab_$side.tif" --overwrite --res 1 $v -v \
+          > "$work/ab_$side.log" 2>&1 || fail "ab $side $v"
+        read -r w m < "$work/t"; walls[$side]+="$w "; rss[$side]=$m
+        parts[$side]+="$(grep -oE 'read \+ bin [0-9.]+ m?s' "$work/ab_$side.log" | head -1 | sed 's/read + bin //'),$(grep -oE 'finalize [0-9.]+ m?s' "$work/ab_$side.log" | sed 's/finalize //') "
+      done
+    done
+    for side in old new; do
+      med=$(printf '%s\n' ${walls[$side]} | sort -n | sed -n "$(( (runs + 1) / 2 ))p")
+      echo "$side: wall ${walls[$side]}s (median $med), RSS $(( ${rss[$side]} / 1024 )) MiB; read+bin,finalize: ${parts[$side]}"
+    done
+    cmp -s "$work/ab_old.tif" "$work/ab_new.tif" && echo "outputs byte-identical" || fail "ab: outputs differ ($v)"
+    unset walls rss parts
   done
 fi
 
