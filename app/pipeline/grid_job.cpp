@@ -386,7 +386,14 @@ class grid_job {
   {
     auto const t = clock_type::now();
     host_.reset();
-    if (route_ != bin_route::gpu) { host_ = std::make_unique<host_grid>(band, acc_request_, order_capacity(band)); }
+    if (route_ != bin_route::gpu) {
+      // A grid binned by the CPU alone keeps counts only when they are asked for (or sums or order
+      // statistics need them): without, each point costs two atomic maxima and no locked add. A grid
+      // that may be merged with the GPU's keeps them.
+      metric_request r = acc_request_;
+      r.count = route_ != bin_route::cpu || o_.request.count;
+      host_ = std::make_unique<host_grid>(band, r, order_capacity(band));
+    }
     if (gpu_ != nullptr) {
       if (!gpu_->configured()) {
         gpu_->configure(band, binner_options(band));
@@ -521,6 +528,21 @@ class grid_job {
     return view;
   }
 
+  static window_counts counts_of(std::vector<std::uint32_t> const& count)
+  {
+    std::uint64_t total = 0, non_empty = 0;
+    std::uint32_t largest = 0;
+    auto const cells = static_cast<std::int64_t>(count.size());
+#pragma omp parallel for reduction(+ : total, non_empty) reduction(max : largest) schedule(static)
+    for (std::int64_t i = 0; i < cells; ++i) {
+      std::uint32_t const n = count[static_cast<std::size_t>(i)];
+      total += n;
+      non_empty += n != 0;
+      largest = std::max(largest, n);
+    }
+    return {total, non_empty, largest};
+  }
+
   void finalize_band(grid_band const& band, grid_spec const& out_grid)
   {
     auto const t = clock_type::now();
@@ -529,8 +551,9 @@ class grid_job {
     std::uint32_t const rows_in_band = out_rows_end - band.first_row;
     std::uint32_t const rows_per =
       static_cast<std::uint32_t>(std::max<std::uint64_t>(1, window_cells / std::max<std::uint32_t>(1, band.grid.cols)));
-    metric_request fin = o_.request;
-    fin.count = true;  // non-empty cells and the total are counted from it
+    metric_request const fin = o_.request;
+    metric_request with_count = fin;
+    with_count.count = true;  // the device's windows: non-empty cells and the total are counted from it
     bool const host_only = !gpu_used_;
     bool const device_only = gpu_used_ && host_ == nullptr;
     window_scratch scratch;
@@ -539,28 +562,23 @@ class grid_job {
     for (std::uint32_t r = 0; r < rows_in_band; r += rows_per) {
       std::uint32_t const rows = std::min(rows_per, rows_in_band - r);
       cell_results window;
+      window_counts c;
       if (host_only) {
-        window = host_->finalize_rows(r, rows, out_grid.cols, fin, o_.nodata);
+        window = host_->finalize_rows(r, rows, out_grid.cols, fin, o_.nodata, &c);
       } else if (device_only) {
-        window = gpu_->binner().finalize_rows(r, rows, out_grid.cols, fin, o_.nodata);
+        window = gpu_->binner().finalize_rows(r, rows, out_grid.cols, with_count, o_.nodata);
+        c = counts_of(window.count);
+        if (!o_.request.count) { window.count = {}; }
       } else {
         auto const view = merged_window(band, r, rows, scratch);
-        window = finalize_window(view, 0, band.grid.cols, rows, out_grid.cols, fin, o_.nodata);
+        window = finalize_window(view, 0, band.grid.cols, rows, out_grid.cols, fin, o_.nodata, &c);
       }
-      std::uint64_t total = 0, non_empty = 0;
-      std::uint32_t largest = 0;
-      auto const cells = static_cast<std::int64_t>(window.count.size());
-#pragma omp parallel for reduction(+ : total, non_empty) reduction(max : largest) schedule(static)
-      for (std::int64_t i = 0; i < cells; ++i) {
-        std::uint32_t const n = window.count[static_cast<std::size_t>(i)];
-        total += n;
-        non_empty += n != 0;
-        largest = std::max(largest, n);
-      }
+      std::uint32_t largest = c.largest;
+      std::uint64_t const total = c.total, non_empty = c.non_empty;
+      if (host_only && !host_->keeps_counts()) { largest = 0; }  // counts of 0 or 1: no maximum known
       report_.max_count = std::max<std::uint64_t>(report_.max_count, largest);
       counted_ += total;
       report_.non_empty += non_empty;
-      if (!o_.request.count) { window.count = {}; }
       auto const w = clock_type::now();
       output_.write_rows(band.first_row + r, rows, window);
       writing += seconds_since(w);
@@ -572,8 +590,10 @@ class grid_job {
   void check_counts()
   {
     // A cell's count is 32 bits: with 2^32 points or more one could have wrapped. The counts of the
-    // output cells then no longer add up to the points binned into them.
-    if (report_.binned >= (std::uint64_t{1} << 32) && counted_ != report_.binned) {
+    // output cells then no longer add up to the points binned into them. (A host grid without
+    // counts has none to wrap.)
+    bool const counts_kept = gpu_used_ || (host_ != nullptr && host_->keeps_counts());
+    if (counts_kept && report_.binned >= (std::uint64_t{1} << 32) && counted_ != report_.binned) {
       throw error(error_kind::resource, "a cell holds more than 4,294,967,295 points, more than a count can hold; "
                                         "choose a finer resolution (--res)");
     }

@@ -1,5 +1,6 @@
 #include "heightgrid/core/host_grid.hpp"
 
+#include "heightgrid/core/band_cells.hpp"
 #include "heightgrid/core/error.hpp"
 
 #include <sys/mman.h>
@@ -49,20 +50,10 @@ struct coords {
   }
 };
 
-/// The band-local cell of point i, or `skip` (outside the band) / `outside` (outside the grid).
-constexpr std::uint32_t outside_key = 0xffffffffU;
-constexpr std::uint32_t skip_key = 0xfffffffeU;
+constexpr std::uint32_t outside_key = cell_outside;
+constexpr std::uint32_t skip_key = cell_skipped;
 
-template <coord_encoding E>
-inline std::uint32_t local_cell(grid_band const& band, point_batch const& b, std::size_t i) noexcept
-{
-  cell_id const c = band.grid.cell_of(coords<E>::x(b, i), coords<E>::y(b, i));
-  if (c == no_cell) { return outside_key; }
-  std::uint64_t const local = static_cast<std::uint64_t>(c) - band.first_cell();  // wraps below the band
-  return local < band.cells() ? static_cast<std::uint32_t>(local) : skip_key;
-}
-
-template <coord_encoding E>
+template <coord_encoding E, bool Counted>
 batch_binning add_points(grid_band const& band, accumulator_view const& acc, point_batch const& b)
 {
   batch_binning r;
@@ -71,7 +62,9 @@ batch_binning add_points(grid_band const& band, accumulator_view const& acc, poi
   // count) would otherwise bound the loop.
   constexpr std::size_t block = 256;
   constexpr std::size_t distance = 16;
-  std::array<std::uint32_t, block> cells;
+  // This block's cells and the next's, so that the prefetch runs across the blocks' boundary.
+  std::array<std::uint32_t, 2 * block> cells;
+  cell_code const code = best_cell_code();
   // A run of consecutive points in one cell (LAS files are in scan order, so a run is typical) is
   // combined in registers and hits the shared cell with one set of atomics.
   std::uint32_t run = outside_key;
@@ -79,20 +72,24 @@ batch_binning add_points(grid_band const& band, accumulator_view const& acc, poi
   std::uint32_t run_n = 0;
   auto const flush = [&] {
     if (run_n == 0) { return; }
-    atomic_max(acc.lo + run, run_lo);
-    atomic_max(acc.hi + run, run_hi);
-    __atomic_fetch_add(acc.count + run, run_n, __ATOMIC_RELAXED);
+    atomic_max(&acc.lo_of(run), run_lo);
+    atomic_max(&acc.hi_of(run), run_hi);
+    // A locked add a point costs more than both maxima (which rarely write): a grid of extremes
+    // alone keeps no count (host_grid's constructor).
+    if constexpr (Counted) { __atomic_fetch_add(acc.count + run, run_n, __ATOMIC_RELAXED); }
     r.binned += run_n;
   };
+  band_cells(band, b, 0, std::min(block, b.size), cells.data(), code);
   for (std::size_t first = 0; first < b.size; first += block) {
     std::size_t const n = std::min(block, b.size - first);
-    for (std::size_t k = 0; k < n; ++k) { cells[k] = local_cell<E>(band, b, first + k); }
+    std::size_t const next = first + n < b.size ? std::min(block, b.size - first - n) : 0;
+    if (next > 0) { band_cells(band, b, first + n, next, cells.data() + n, code); }
+    std::size_t const ahead_end = n + next;
     for (std::size_t k = 0; k < n; ++k) {
-      if (k + distance < n && cells[k + distance] < skip_key) {
+      if (k + distance < ahead_end && cells[k + distance] < skip_key) {
         std::uint32_t const ahead = cells[k + distance];
-        __builtin_prefetch(acc.lo + ahead, 1);
-        __builtin_prefetch(acc.hi + ahead, 1);
-        __builtin_prefetch(acc.count + ahead, 1);
+        __builtin_prefetch(&acc.lo_of(ahead), 1);  // hi shares its line (host_grid's layout)
+        if constexpr (Counted) { __builtin_prefetch(acc.count + ahead, 1); }
       }
       std::uint32_t const c = cells[k];
       if (c >= skip_key) {
@@ -114,6 +111,8 @@ batch_binning add_points(grid_band const& band, accumulator_view const& acc, poi
         run_n = 1;
       }
     }
+    std::copy(cells.begin() + static_cast<std::ptrdiff_t>(n), cells.begin() + static_cast<std::ptrdiff_t>(ahead_end),
+              cells.begin());
   }
   flush();
   return r;
@@ -163,9 +162,9 @@ void reduce_points(grid_band const& band, bool sums, bool m2, point_batch const&
   out.keys.resize(n);
   out.order.resize(n);
   batch_binning r;
+  band_cells(band, b, 0, n, out.keys.data());
   for (std::size_t i = 0; i < n; ++i) {
-    std::uint32_t const c = local_cell<E>(band, b, i);
-    out.keys[i] = c;
+    std::uint32_t const c = out.keys[i];
     out.order[i] = static_cast<std::uint32_t>(i);
     r.outside += c == outside_key;
     r.binned += c < skip_key;
@@ -220,14 +219,17 @@ void keep_points(grid_band const& band, point_batch const& b, order_store& store
 {
   std::vector<std::uint32_t> cells;
   std::vector<double> z;
-  cells.reserve(b.size);
+  cells.resize(b.size);
   z.reserve(b.size);
+  band_cells(band, b, 0, b.size, cells.data());
+  std::size_t kept = 0;
   for (std::size_t i = 0; i < b.size; ++i) {
-    std::uint32_t const c = local_cell<E>(band, b, i);
+    std::uint32_t const c = cells[i];
     if (c >= skip_key) { continue; }
-    cells.push_back(c);
+    cells[kept++] = c;
     z.push_back(coords<E>::z(b, i));
   }
+  cells.resize(kept);
   if (!cells.empty()) { store.append(std::move(cells), std::move(z)); }
 }
 
@@ -249,9 +251,11 @@ host_grid::host_grid(grid_band const& band, metric_request const& request, std::
   std::uint64_t const cells = band.cells();
   bool const sums = request.needs_sums();
   bool const m2 = request.stddev;
-  // lo, hi | sum | m2 (8-byte fields) first, count (4-byte) last: every array stays aligned.
+  bool const counted = request.count || sums || request.needs_order();
+  // {lo, hi} pairs | sum | m2 (8-byte fields) first, count (4-byte) last: every array stays aligned,
+  // and a pair never straddles a cache line.
   std::size_t const words = 2 + (sums ? 1 : 0) + (m2 ? 1 : 0);
-  bytes_ = static_cast<std::size_t>(cells) * (words * 8 + 4);
+  bytes_ = static_cast<std::size_t>(cells) * (words * 8 + (counted ? 4 : 0));
   if (bytes_ > 0) {
     void* p = ::mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     HG_EXPECTS(p != MAP_FAILED, error_kind::resource,
@@ -262,7 +266,8 @@ host_grid::host_grid(grid_band const& band, metric_request const& request, std::
   auto* words_base = static_cast<std::uint64_t*>(memory_);
   acc_.cells = cells;
   acc_.lo = words_base;
-  acc_.hi = words_base + cells;
+  acc_.hi = words_base + 1;
+  acc_.stride = 2;
   std::uint64_t next = 2 * cells;
   if (sums) {
     acc_.sum = reinterpret_cast<double*>(words_base + next);
@@ -272,7 +277,7 @@ host_grid::host_grid(grid_band const& band, metric_request const& request, std::
     acc_.m2 = reinterpret_cast<double*>(words_base + next);
     next += cells;
   }
-  acc_.count = reinterpret_cast<std::uint32_t*>(words_base + next);
+  if (counted) { acc_.count = reinterpret_cast<std::uint32_t*>(words_base + next); }
 }
 
 host_grid::~host_grid()
@@ -284,8 +289,13 @@ batch_binning host_grid::add_batch(point_batch const& batch)
 {
   HG_EXPECTS(!keeps_sums(), error_kind::internal, "host_grid::add_batch on a grid that keeps sums");
   keep_batch(band_, batch, order_.get());
-  return batch.encoding == coord_encoding::float64 ? add_points<coord_encoding::float64>(band_, acc_, batch)
-                                                   : add_points<coord_encoding::scaled_int32>(band_, acc_, batch);
+  bool const f64 = batch.encoding == coord_encoding::float64;
+  if (keeps_counts()) {
+    return f64 ? add_points<coord_encoding::float64, true>(band_, acc_, batch)
+               : add_points<coord_encoding::scaled_int32, true>(band_, acc_, batch);
+  }
+  return f64 ? add_points<coord_encoding::float64, false>(band_, acc_, batch)
+             : add_points<coord_encoding::scaled_int32, false>(band_, acc_, batch);
 }
 
 void host_grid::reduce_batch(point_batch const& batch, batch_partials& out) const
@@ -307,8 +317,8 @@ void host_grid::merge(batch_partials const& p)
     std::uint64_t const c = p.cells[k];
     std::uint64_t const lo = lo_key(p.lo[k]);
     std::uint64_t const hi = hi_key(p.hi[k]);
-    acc_.lo[c] = lo > acc_.lo[c] ? lo : acc_.lo[c];
-    acc_.hi[c] = hi > acc_.hi[c] ? hi : acc_.hi[c];
+    acc_.lo_of(c) = lo > acc_.lo_of(c) ? lo : acc_.lo_of(c);
+    acc_.hi_of(c) = hi > acc_.hi_of(c) ? hi : acc_.hi_of(c);
     if (sums) {
       double unused_m2 = 0.0;
       double& m2 = acc_.m2 != nullptr ? acc_.m2[c] : unused_m2;
@@ -321,24 +331,27 @@ void host_grid::merge(batch_partials const& p)
 void host_grid::merge_into(accumulator_view const& window, std::uint64_t first) const
 {
   HG_EXPECTS(first + window.cells <= acc_.cells, error_kind::internal, "host_grid::merge_into: window outside the grid");
+  HG_EXPECTS(keeps_counts(), error_kind::internal, "host_grid::merge_into: a grid that keeps no counts");
   auto const n = static_cast<std::int64_t>(window.cells);
 #pragma omp parallel for schedule(static)
   for (std::int64_t i = 0; i < n; ++i) {
     std::uint64_t const c = first + static_cast<std::uint64_t>(i);
     std::uint32_t const count = acc_.count[c];
     if (count == 0) { continue; }
-    window.lo[i] = acc_.lo[c] > window.lo[i] ? acc_.lo[c] : window.lo[i];
-    window.hi[i] = acc_.hi[c] > window.hi[i] ? acc_.hi[c] : window.hi[i];
+    auto const u = static_cast<std::uint64_t>(i);
+    window.lo_of(u) = acc_.lo_of(c) > window.lo_of(u) ? acc_.lo_of(c) : window.lo_of(u);
+    window.hi_of(u) = acc_.hi_of(c) > window.hi_of(u) ? acc_.hi_of(c) : window.hi_of(u);
     window.count[i] += count;
   }
 }
 
 cell_results host_grid::finalize_rows(std::uint32_t row0, std::uint32_t rows, std::uint32_t cols,
-                                      metric_request const& request, float nodata) const
+                                      metric_request const& request, float nodata, window_counts* counts) const
 {
   HG_EXPECTS(row0 + std::uint64_t{rows} <= band_.rows && cols <= band_.grid.cols, error_kind::internal,
           "host_grid::finalize_rows: window outside the band");
-  auto r = finalize_window(acc_, std::uint64_t{row0} * band_.grid.cols, band_.grid.cols, rows, cols, request, nodata);
+  auto r = finalize_window(acc_, std::uint64_t{row0} * band_.grid.cols, band_.grid.cols, rows, cols, request, nodata,
+                           counts);
   if (request.needs_order()) {
     HG_EXPECTS(order_ != nullptr, error_kind::internal, "host_grid::finalize_rows: order statistics of a grid that kept no points");
     if (!order_->finalized()) { order_->finalize(acc_.count, acc_.cells, request, nodata); }
@@ -349,6 +362,7 @@ cell_results host_grid::finalize_rows(std::uint32_t row0, std::uint32_t rows, st
 
 std::uint64_t host_grid::total_count() const
 {
+  HG_EXPECTS(keeps_counts(), error_kind::internal, "host_grid::total_count: a grid that keeps no counts");
   std::uint64_t total = 0;
   auto const n = static_cast<std::int64_t>(acc_.cells);
 #pragma omp parallel for reduction(+ : total) schedule(static)
@@ -358,6 +372,7 @@ std::uint64_t host_grid::total_count() const
 
 std::uint32_t host_grid::max_count() const
 {
+  HG_EXPECTS(keeps_counts(), error_kind::internal, "host_grid::max_count: a grid that keeps no counts");
   std::uint32_t largest = 0;
   auto const n = static_cast<std::int64_t>(acc_.cells);
 #pragma omp parallel for reduction(max : largest) schedule(static)
@@ -366,7 +381,8 @@ std::uint32_t host_grid::max_count() const
 }
 
 cell_results finalize_window(accumulator_view const& acc, std::uint64_t first_cell, std::uint32_t acc_cols,
-                             std::uint32_t rows, std::uint32_t cols, metric_request const& request, float nodata)
+                             std::uint32_t rows, std::uint32_t cols, metric_request const& request, float nodata,
+                             window_counts* counts)
 {
   std::size_t const cells = std::size_t{rows} * cols;
   cell_results r;
@@ -377,12 +393,24 @@ cell_results finalize_window(accumulator_view const& acc, std::uint64_t first_ce
   band_pointers const out{band(request.min, r.min),   band(request.max, r.max),   band(request.range, r.range),
                           band(request.count, r.count), band(request.mean, r.mean), band(request.stddev, r.stddev)};
   auto const nrows = static_cast<std::int64_t>(rows);
-#pragma omp parallel for schedule(static)
+  std::uint64_t total = 0, non_empty = 0;
+  std::uint32_t largest = 0;
+  bool const count = counts != nullptr;
+#pragma omp parallel for schedule(static) reduction(+ : total, non_empty) reduction(max : largest)
   for (std::int64_t row = 0; row < nrows; ++row) {
     std::uint64_t const in = first_cell + static_cast<std::uint64_t>(row) * acc_cols;
     std::uint64_t const o = static_cast<std::uint64_t>(row) * cols;
-    for (std::uint32_t col = 0; col < cols; ++col) { finalize_cell(acc, in + col, out, o + col, nodata); }
+    for (std::uint32_t col = 0; col < cols; ++col) {
+      finalize_cell(acc, in + col, out, o + col, nodata);
+      if (count) {
+        std::uint32_t const n = cell_count(acc, in + col);
+        total += n;
+        non_empty += n != 0;
+        largest = n > largest ? n : largest;
+      }
+    }
   }
+  if (count) { *counts = window_counts{total, non_empty, largest}; }
   return r;
 }
 

@@ -300,6 +300,56 @@ TEST(HostGrid, MergeIntoAddsTheHostsCellsToAWindow)
   EXPECT_EQ(grid.max_count(), 1U);
 }
 
+TEST(HostGrid, ExtremesAloneKeepNoCountsAndGiveTheSameCells)
+{
+  // A walk (runs of points in one cell) and the same points shuffled (every point its own run).
+  auto walk = walk_points(50000, 40.0, 5);
+  auto shuffled = walk;
+  std::vector<std::size_t> order(walk.size());
+  for (std::size_t i = 0; i < order.size(); ++i) { order[i] = i; }
+  std::shuffle(order.begin(), order.end(), std::mt19937_64(9));
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    shuffled.x[i] = walk.x[order[i]];
+    shuffled.y[i] = walk.y[order[i]];
+    shuffled.z[i] = walk.z[order[i]];
+  }
+  metric_request extremes;
+  extremes.min = extremes.max = extremes.range = true;
+  metric_request with_count = extremes;
+  with_count.count = true;
+  for (auto const* p : {&walk, &shuffled}) {
+    auto const g = grid_of(*p, 0.7);  // many cells stay empty
+    auto const want = reference(g, *p, with_count, -9999.0F);
+    auto const b = split(*p, 777);
+    host_grid grid(grid_band::whole(g), extremes);
+    EXPECT_FALSE(grid.keeps_counts());
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < 4; ++t) {
+      pool.emplace_back([&, t] {
+        for (std::size_t k = t; k < b.list.size(); k += 4) { (void)grid.add_batch(b.list[k]); }
+      });
+    }
+    for (auto& th : pool) { th.join(); }
+    auto const got = grid.finalize_rows(0, g.rows, g.cols, with_count, -9999.0F);
+    auto const d = first_difference(got, want, extremes, 0);
+    EXPECT_FALSE(d.has_value()) << d->describe();
+    // Counts are 1 exactly where the reference's are not 0.
+    ASSERT_EQ(got.count.size(), want.count.size());
+    std::size_t mismatched = 0, empty = 0;
+    for (std::size_t i = 0; i < want.count.size(); ++i) {
+      mismatched += got.count[i] != (want.count[i] != 0 ? 1U : 0U);
+      empty += want.count[i] == 0;
+    }
+    EXPECT_EQ(mismatched, 0U);
+    EXPECT_GT(empty, 0U);
+    EXPECT_THROW((void)grid.total_count(), error);
+    EXPECT_THROW((void)grid.max_count(), error);
+    std::vector<std::uint64_t> lo(4), hi(4);
+    std::vector<std::uint32_t> count(4);
+    EXPECT_THROW(grid.merge_into(accumulator_view{lo.data(), hi.data(), count.data(), nullptr, nullptr, 4}, 0), error);
+  }
+}
+
 TEST(HostGrid, AtomicBinningRefusesAGridWithSums)
 {
   grid_spec g;

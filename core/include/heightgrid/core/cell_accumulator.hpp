@@ -4,7 +4,7 @@
 // A grid that is filled batch by batch (the streaming pipeline) keeps, per cell:
 //   lo     ~ordered(min z)   merged with max(): the largest key is the smallest z
 //   hi      ordered(max z)   merged with max()
-//   count   points           merged with +
+//   count   points           merged with + (a host grid of extremes alone keeps none)
 //   sum     sum of z         (only when mean or stddev is requested)
 //   m2      sum of squared deviations from the cell's mean (only for stddev)
 // Every field is 0 for an empty cell, so zeroed memory is an empty grid (calloc'd host pages stay
@@ -56,14 +56,20 @@ HG_HOST_DEVICE inline double max_of_hi_key(std::uint64_t hi) noexcept { return f
 }
 
 /// Raw pointers to a grid's accumulators (host or device memory), `cells` entries each; sum and m2
-/// are null unless the grid keeps sums.
+/// are null unless the grid keeps sums. Cell c's lo and hi are lo[c * stride] and hi[c * stride]:
+/// separate arrays (stride 1, the device's) or one {lo, hi} pair a cell (stride 2, lo + 1 == hi:
+/// the host grid's, whose random updates then touch one cache line a point instead of two).
 struct accumulator_view {
   std::uint64_t* lo{nullptr};
   std::uint64_t* hi{nullptr};
-  std::uint32_t* count{nullptr};
+  std::uint32_t* count{nullptr};  ///< null in a host grid of extremes alone (no count band)
   double* sum{nullptr};
   double* m2{nullptr};
   std::uint64_t cells{0};
+  std::uint64_t stride{1};
+
+  HG_HOST_DEVICE [[nodiscard]] std::uint64_t& lo_of(std::uint64_t c) const noexcept { return lo[c * stride]; }
+  HG_HOST_DEVICE [[nodiscard]] std::uint64_t& hi_of(std::uint64_t c) const noexcept { return hi[c * stride]; }
 };
 
 /// Merges a partial (n_b points with sum_b and m2_b about their own mean) into a running (n_a, sum_a,
@@ -86,6 +92,13 @@ HG_HOST_DEVICE inline void merge_moments(std::uint64_t n_a, double& sum_a, doubl
   sum_a = sum_a + sum_b;
 }
 
+/// The points of cell `c`; for accumulators without counts (extremes alone, host_grid), 1 for a
+/// cell that holds any (its hi field is 0 only when empty).
+HG_HOST_DEVICE inline std::uint32_t cell_count(accumulator_view const& acc, std::uint64_t c) noexcept
+{
+  return acc.count != nullptr ? acc.count[c] : (acc.hi_of(c) != 0 ? 1U : 0U);
+}
+
 /// Pointers to output bands of a window of cells (null for bands not requested): the same layout
 /// as cell_results' columns.
 struct band_pointers {
@@ -99,14 +112,14 @@ struct band_pointers {
 
 /// Writes output cell `o` of every requested band from accumulator cell `c`, under the output
 /// convention of metrics.hpp: min/max/range rounded from double once, mean = float(sum / n),
-/// stddev = float(sqrt(m2 / n)); an empty cell is nodata (count 0).
+/// stddev = float(sqrt(m2 / n)); an empty cell is nodata (count 0, cell_count).
 HG_HOST_DEVICE inline void finalize_cell(accumulator_view const& acc, std::uint64_t c, band_pointers const& out,
                                          std::uint64_t o, float nodata) noexcept
 {
-  std::uint32_t const n = acc.count[c];
+  std::uint32_t const n = cell_count(acc, c);
   bool const empty = n == 0;
-  double const lo = empty ? 0.0 : min_of_lo_key(acc.lo[c]);
-  double const hi = empty ? 0.0 : max_of_hi_key(acc.hi[c]);
+  double const lo = empty ? 0.0 : min_of_lo_key(acc.lo_of(c));
+  double const hi = empty ? 0.0 : max_of_hi_key(acc.hi_of(c));
   if (out.count != nullptr) { out.count[o] = n; }
   if (out.min != nullptr) { out.min[o] = empty ? nodata : static_cast<float>(lo); }
   if (out.max != nullptr) { out.max[o] = empty ? nodata : static_cast<float>(hi); }

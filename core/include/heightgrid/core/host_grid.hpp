@@ -42,10 +42,20 @@ struct batch_partials {
   std::vector<std::uint32_t> keys, keys_tmp, order, order_tmp;
 };
 
+/// The counts of a finalized window of cells, summed in the same pass (finalize_window).
+struct window_counts {
+  std::uint64_t total{0};      ///< points (non-empty cells, for accumulators without counts)
+  std::uint64_t non_empty{0};  ///< cells with a point
+  std::uint32_t largest{0};    ///< the largest count (1, for accumulators without counts)
+};
+
 class host_grid {
  public:
   /// Zeroed accumulators for every cell of `band`, with sum (mean or stddev) and m2 (stddev) when
-  /// `request` needs them. Pages are mapped lazily: an untouched part of a sparse grid costs no RSS.
+  /// `request` needs them, and a count unless `request` asks for extremes alone (min, max, range:
+  /// no count band, sums or order statistics). A grid without counts bins without a locked add a
+  /// point, finalizes a non-empty cell's count as 1, and cannot be merged into another
+  /// (merge_into). Pages are mapped lazily: an untouched part of a sparse grid costs no RSS.
   /// Throws error_kind::resource when the memory cannot be mapped.
   /// A request with order statistics (percentiles) also keeps every binned point, at most
   /// `order_capacity` of them (order_store.hpp: past it, binning throws order_store_full).
@@ -58,6 +68,7 @@ class host_grid {
   [[nodiscard]] grid_band const& band() const noexcept { return band_; }
   [[nodiscard]] accumulator_view view() const noexcept { return acc_; }
   [[nodiscard]] bool keeps_sums() const noexcept { return acc_.sum != nullptr; }
+  [[nodiscard]] bool keeps_counts() const noexcept { return acc_.count != nullptr; }
 
   /// Bins every point of `batch` with atomics (min, max, count). Thread-safe; the grid must not keep
   /// sums (use reduce_batch + merge). Consecutive points of one cell are combined before the atomics.
@@ -80,12 +91,14 @@ class host_grid {
   /// Output bands of rows [row0, row0 + rows) of the band (band-local rows), cropped to the first
   /// `cols` columns (cols <= grid.cols: an output grid that shares the origin). OpenMP-parallel.
   /// Order statistics are computed for the whole band at the first call (the kept points freed).
+  /// `counts`, when given, receives the window's counts (no count band needed for them).
   [[nodiscard]] cell_results finalize_rows(std::uint32_t row0, std::uint32_t rows, std::uint32_t cols,
-                                           metric_request const& request, float nodata) const;
+                                           metric_request const& request, float nodata,
+                                           window_counts* counts = nullptr) const;
 
-  /// Sum of every cell's count (to detect a count that overflowed 2^32 - 1).
+  /// Sum of every cell's count (to detect a count that overflowed 2^32 - 1). Needs counts.
   [[nodiscard]] std::uint64_t total_count() const;
-  /// The largest count of a cell.
+  /// The largest count of a cell. Needs counts.
   [[nodiscard]] std::uint32_t max_count() const;
 
  private:
@@ -98,9 +111,10 @@ class host_grid {
 
 /// Output bands of accumulator rows: the finalize_cell loop over a window, shared by host_grid and
 /// the app's merge of downloaded device windows. `acc` holds `rows` rows of `acc_cols` cells from
-/// `first_cell`; the result has `cols` columns per row.
+/// `first_cell`; the result has `cols` columns per row. `counts`, when given, receives the window's
+/// counts from the same pass.
 [[nodiscard]] cell_results finalize_window(accumulator_view const& acc, std::uint64_t first_cell, std::uint32_t acc_cols,
                                            std::uint32_t rows, std::uint32_t cols, metric_request const& request,
-                                           float nodata);
+                                           float nodata, window_counts* counts = nullptr);
 
 }  // namespace heightgrid

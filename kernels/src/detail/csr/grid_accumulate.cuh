@@ -82,8 +82,8 @@ static __global__ void __launch_bounds__(batch_policy::block_threads)
     unsigned long long const highest = ~group_min(group, valid ? ~enc : ~0ULL);
     auto const leader = static_cast<unsigned int>(__ffs(static_cast<int>(group)) - 1);
     if (valid && key < band_cells && lane == leader) {
-      atomicMax(reinterpret_cast<unsigned long long*>(acc.lo + key), ~lowest);
-      atomicMax(reinterpret_cast<unsigned long long*>(acc.hi + key), highest);
+      atomicMax(reinterpret_cast<unsigned long long*>(&acc.lo_of(key)), ~lowest);
+      atomicMax(reinterpret_cast<unsigned long long*>(&acc.hi_of(key)), highest);
       atomicAdd(acc.count + key, static_cast<std::uint32_t>(__popc(group)));
     }
     unsigned int const outside = __ballot_sync(full_warp_mask, valid && key == band_cells + 1);

@@ -60,8 +60,8 @@ __device__ inline void merge_cell(grid_merge const& merge, std::uint64_t c, cell
   accumulator_view const& a = merge.acc;
   std::uint64_t const lo = lo_key(m.lo);
   std::uint64_t const hi = hi_key(m.hi);
-  a.lo[g] = lo > a.lo[g] ? lo : a.lo[g];
-  a.hi[g] = hi > a.hi[g] ? hi : a.hi[g];
+  a.lo_of(g) = lo > a.lo_of(g) ? lo : a.lo_of(g);
+  a.hi_of(g) = hi > a.hi_of(g) ? hi : a.hi_of(g);
   if (a.sum != nullptr) {
     double unused_m2 = 0.0;
     merge_moments(a.count[g], a.sum[g], a.m2 != nullptr ? a.m2[g] : unused_m2, m.n, m.sum, m.m2);
