@@ -3,6 +3,7 @@
 // accumulator layout and the update, on `--threads` threads:
 //
 //   cells      compute each point's cell and z key only (no grid): the arithmetic floor
+//   cells-baseline, cells-avx2  band_cells alone (the product's cell arithmetic) with that code
 //   host       host_grid::add_batch, the product's code (range alone: {lo, hi} pairs, atomic maxima)
 //   host-count the same with a count band asked for (a count array, a locked add a point)
 //   soa-plain  the same layout and loop with plain loads and stores (wrong with > 1 thread: a bound)
@@ -13,6 +14,7 @@
 //
 // Points are LAS-like int32 triples, uniformly random over a square grid of --cells cells (every
 // point a random cell, as `synth lidar`), in batches of 2^18 handed to threads dynamically.
+#include "heightgrid/core/band_cells.hpp"
 #include "heightgrid/core/cell_accumulator.hpp"
 #include "heightgrid/core/grid_spec.hpp"
 #include "heightgrid/core/host_grid.hpp"
@@ -190,6 +192,34 @@ int main(int argc, char** argv)
       double const s = timed(c, threads, [&](std::size_t first, std::size_t n) {
         std::uint64_t acc = 0;
         for (std::size_t i = first; i < first + n; ++i) { acc += cell_at(g, c, i) ^ hi_key(z_at(c, i)); }
+        sink[static_cast<std::size_t>(omp_get_thread_num()) * 8] += acc;
+      });
+      std::uint64_t chk = 0;
+      for (auto v : sink) { chk += v; }
+      return {s, chk};
+    }
+    if (name == "cells-baseline" || name == "cells-avx2") {
+      // band_cells alone, the product's cell arithmetic, with the code named.
+      cell_code const code = name == "cells-avx2" ? cell_code::avx2 : cell_code::baseline;
+      if (!cell_code_available(code)) {
+        std::printf("%s: not available on this CPU\n", name.c_str());
+        return {0.0, 0};
+      }
+      std::vector<std::uint64_t> sink(static_cast<std::size_t>(threads) * 8, 0);
+      double const s = timed(c, threads, [&](std::size_t first, std::size_t n) {
+        thread_local std::vector<std::int32_t> buf(3 * batch);
+        thread_local std::vector<std::uint32_t> out(batch);
+        point_batch pb;
+        pb.data = buf.data();
+        pb.capacity = batch;
+        pb.size = n;
+        pb.encoding = coord_encoding::scaled_int32;
+        pb.transform = c.t;
+        std::memcpy(buf.data(), c.x.data() + first, n * 4);
+        std::memcpy(buf.data() + batch, c.y.data() + first, n * 4);
+        band_cells(grid_band::whole(g), pb, 0, n, out.data(), code);
+        std::uint64_t acc = 0;
+        for (std::size_t i = 0; i < n; ++i) { acc += out[i]; }
         sink[static_cast<std::size_t>(omp_get_thread_num()) * 8] += acc;
       });
       std::uint64_t chk = 0;

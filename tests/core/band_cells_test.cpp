@@ -112,6 +112,35 @@ TEST(BandCells, EveryCodeFollowsCellOfForBothEncodingsAndEdgeRules)
   }
 }
 
+TEST(BandCells, BandsOfMoreThanTwoToTheThirtyOneCells)
+{
+  // Local cells from 2^31 up take the vector code's other conversion path (no memory is needed:
+  // only cells are computed).
+  grid_spec g;
+  g.y0 = 50000.0;
+  g.cols = 100000;
+  g.rows = 50000;
+  grid_band const band{g, 10000, 30000};  // 3 * 10^9 cells
+  ASSERT_GT(band.cells(), std::uint64_t{1} << 31);
+  std::vector<cell_code> codes{cell_code::baseline};
+  if (cell_code_available(cell_code::avx2)) { codes.push_back(cell_code::avx2); }
+  auto const t = make_batch(g, coord_encoding::scaled_int32, 20000, 23);
+  std::size_t high = 0;
+  std::vector<std::uint32_t> want(t.batch.size);
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    want[i] = expected_cell(band, t.batch.x_at(i), t.batch.y_at(i));
+    high += want[i] < cell_skipped && want[i] >= (1U << 31);
+  }
+  EXPECT_GT(high, 1000U);
+  for (cell_code code : codes) {
+    std::vector<std::uint32_t> got(want.size());
+    band_cells(band, t.batch, 0, got.size(), got.data(), code);
+    std::size_t differ = 0;
+    for (std::size_t i = 0; i < want.size(); ++i) { differ += got[i] != want[i]; }
+    EXPECT_EQ(differ, 0U) << "code " << static_cast<int>(code);
+  }
+}
+
 TEST(BandCells, TheBestCodeIsAvailable)
 {
   EXPECT_TRUE(cell_code_available(best_cell_code()));
