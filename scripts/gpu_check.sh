@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # GPU verification and timings, run on the lent GPU machine from a device pack:
 #   tar xJf .devpack/pack.tar.xz -C /tmp && source /tmp/pack/env.sh && scripts/gpu_check.sh PART
-# PART: tests | sanitize (sanitize_stream: the streaming binner only) | equal | bench (POINTS=1e8 LAS) | all, or (run alone) startup (POINTS, VARIANTS) | ab (OLD, NEW, RUNS, VARIANTS) | crossover | huge | laz (LAZ_WHEELS) | ladder | sanitize2 | sweep | compare8 |
+# PART: tests | sanitize (sanitize_stream: the streaming binner only) | equal | bench (POINTS=1e8 LAS) | all, or (run alone) startup (POINTS, VARIANTS) | ab (OLD, NEW, RUNS, VARIANTS) | crossover (SIZES, DEVICES, RUNS, CROSS_ARGS) | huge | laz (LAZ_WHEELS) | ladder | sanitize2 | sweep | compare8 |
 # gpus (SYNTH_POINTS) | mpi | mpi_synth (SYNTH_POINTS) | percentiles (POINTS) | compare9 (KINDS="skewed clustered" picks the kinds) | sums | torch | pipeline | real (REPEAT=20, MODES=thread,warp,hybrid
 # picks the modes, COMPARE_ARGS=--no-gate adds options) | ncu (KINDS, POINTS) | ncu_source (KIND, KERNEL, MODES). sweep takes SWEEP_ARGS. Logs go to $OUT (or /tmp/gpu_out).
 set -u
@@ -163,13 +163,15 @@ if [[ $part == crossover ]]; then
   for n in ${SIZES:-10 1000 100000 1000000 3000000 10000000 30000000 100000000 200000000}; do
     f=$work/x$n.las; [[ -f $f ]] || heightgrid synth lidar --points $n -o "$f" -q
     line="$n points:"
-    for d in cpu gpu auto; do
-      heightgrid grid "$f" -o "$work/x.tif" --overwrite --res 1 --device $d -q 2> /dev/null
-      ws=(); for _ in 1 2 3 4 5; do
-        /usr/bin/time -f %e -o "$work/t" heightgrid grid "$f" -o "$work/x.tif" --overwrite --res 1 --device $d -q 2> /dev/null \
+    for d in ${DEVICES:-cpu gpu auto}; do
+      # shellcheck disable=SC2086
+      heightgrid grid "$f" -o "$work/x.tif" --overwrite --res 1 --device $d ${CROSS_ARGS:-} -q 2> /dev/null
+      ws=(); for _ in $(seq "${RUNS:-5}"); do
+        # shellcheck disable=SC2086
+        /usr/bin/time -f %e -o "$work/t" heightgrid grid "$f" -o "$work/x.tif" --overwrite --res 1 --device $d ${CROSS_ARGS:-} -q 2> /dev/null \
           || fail "crossover $n $d"
         ws+=("$(tail -1 "$work/t")"); done
-      line+=" $d $(printf '%s\n' "${ws[@]}" | sort -n | sed -n 3p) s;"
+      line+=" $d $(printf '%s\n' "${ws[@]}" | sort -n | sed -n "$(( (${#ws[@]} + 1) / 2 ))p") s;"
     done
     echo "$line"
   done

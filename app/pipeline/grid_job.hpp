@@ -37,14 +37,17 @@ enum class device_choice { automatic, gpu, cpu };
 
 /// The thresholds of --device auto, named so that a measurement can move them (docs/benchmarks.md).
 struct auto_device_policy {
-  /// Below this many points (from the headers) the GPU is not started: the CPU finishes first.
-  /// Measured on H200 hosts with 16 cores (docs/benchmarks.md, "--device auto"): the GPU route costs
-  /// ~0.45 s more than the CPU route on a small job (CUDA's start); LAS of 10^8 points CPU
-  /// 0.64 s / GPU 0.79 s, 2 * 10^8 CPU 1.13 s / GPU 1.08 s: the crossover lies between the two.
-  static constexpr std::uint64_t gpu_min_points = 150'000'000;
+  /// Below this many points (from the headers) the GPU is not started for range/min/max/count: the
+  /// CPU finishes first. Measured on H200 hosts with 16 cores (docs/benchmarks.md, "--device auto"),
+  /// LAS, CPU / GPU: 2 * 10^8 points 0.92 / 1.18 s, 4 * 10^8 1.76 / 2.28 s, 10^9 4.85 / 5.05 s; the
+  /// CPU route (no atomic add, {lo, hi} pairs, AVX2 cells) costs less a point than the GPU route's
+  /// reading and upload, so the GPU only pays where its start is a small share and the two are within
+  /// a few per cent: from 10^9 points.
+  static constexpr std::uint64_t gpu_min_points = 1'000'000'000;
   /// Mean/stddev cannot be shared between the CPU and the GPU (the merge order would depend on
-  /// timing), so such jobs pick one; the GPU from this many points (not measured separately yet).
-  static constexpr std::uint64_t sums_gpu_min_points = 150'000'000;
+  /// timing), so such jobs pick one. The CPU sorts every batch by cell: measured on an H200 host with
+  /// 16 cores, LAS with --metrics mean, CPU / GPU: 10^7 points 0.41 / 0.63 s, 3 * 10^7 1.34 / 0.66 s.
+  static constexpr std::uint64_t sums_gpu_min_points = 15'000'000;
   /// Percentiles sort every cell: the CPU's sorts cost more than the GPU's start from here. Measured
   /// on an H200 host with 16 cores (docs/benchmarks.md, "Percentiles"): p5,median,p95,prange of a
   /// LAS of 10^7 points CPU 0.34 s / GPU 0.54 s, 3 * 10^7 CPU 0.81 s / GPU 0.74 s.

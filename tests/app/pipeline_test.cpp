@@ -183,6 +183,26 @@ TEST(Scheduler, ASecondPassReadsSequentialSourcesFromTheStart)
 
 // ---- the grid job -------------------------------------------------------------------------------
 
+TEST(AutoDevice, EachKindOfJobStartsTheGpuWhereItWasMeasuredToWin)
+{
+  // The measured crossovers (docs/benchmarks.md, 16-core H200 hosts): extremes stay on the CPU up to
+  // 10^9 points (it was faster at 2 * 10^8 and 4 * 10^8), mean moves to the GPU between 10^7 and
+  // 3 * 10^7, percentiles between 10^7 and 3 * 10^7; a job of unknown size starts the GPU.
+  metric_request range;
+  range.range = true;
+  metric_request mean;
+  mean.mean = true;
+  metric_request pct;
+  pct.percentiles = {50.0};
+  EXPECT_FALSE(auto_wants_gpu(400'000'000, range));
+  EXPECT_TRUE(auto_wants_gpu(2'000'000'000, range));
+  EXPECT_FALSE(auto_wants_gpu(10'000'000, mean));
+  EXPECT_TRUE(auto_wants_gpu(30'000'000, mean));
+  EXPECT_FALSE(auto_wants_gpu(10'000'000, pct));
+  EXPECT_TRUE(auto_wants_gpu(30'000'000, pct));
+  EXPECT_TRUE(auto_wants_gpu(0, range));
+}
+
 TEST(GridJob, CpuEqualsTheWholeCloudForPartsThatCutCells)
 {
   for (std::size_t part : {std::size_t{1}, std::size_t{7}, std::size_t{1000}}) {
