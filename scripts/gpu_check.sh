@@ -133,7 +133,7 @@ if [[ $part == ab ]]; then
   n=${POINTS:-100000000}; runs=${RUNS:-5}; new=${NEW:-$(command -v heightgrid)}
   las=$work/l$n.las
   [[ -f $las ]] || { step "synth lidar --points $n"; heightgrid synth lidar --points "$n" -o "$las" -q; }
-  step "machine limits (same run)"; heightgrid limits "$las" 2>&1 | grep -E 'page cache|device reads|pinned' | sed 's/^heightgrid: info: //'
+  step "machine limits (same run)"; heightgrid limits "$las" 2>&1 | grep -E 'page-cache|device read|pinned' | sed 's/^heightgrid: info: //'
   IFS=';' read -r -a variants <<< "${VARIANTS:---device cpu;--device cpu --metrics range,min,max,count}"
   for v in "${variants[@]}"; do
     step "A/B: grid $(basename "$las") --res 1 $v, $runs alternating runs after a warm-up each"

@@ -4,8 +4,10 @@
 // window by window.
 //
 // Two ways in, as on the GPU:
-//  - add_batch(): every point updates its cell with atomics (min/max/count only). Order-free, so
-//    threads add their batches as they come; min, max and count are exact whatever the order.
+//  - add_batch(): every point updates its cell with atomics (min/max, and count when kept).
+//    Order-free, so threads add their batches as they come; min, max and count are exact whatever
+//    the order. Cells come from band_cells.hpp (AVX2 where the CPU has it); a cell's {lo, hi} is one
+//    16-byte pair, so a random update touches one cache line.
 //  - reduce_batch() + merge(): the batch is sorted by cell (stable) and each cell's points reduced
 //    in input order into a partial (n, min, max, sum, m2); partials are merged into the grid one
 //    batch at a time, in the order the caller chooses. The pipeline merges in batch order, so the
@@ -70,7 +72,7 @@ class host_grid {
   [[nodiscard]] bool keeps_sums() const noexcept { return acc_.sum != nullptr; }
   [[nodiscard]] bool keeps_counts() const noexcept { return acc_.count != nullptr; }
 
-  /// Bins every point of `batch` with atomics (min, max, count). Thread-safe; the grid must not keep
+  /// Bins every point of `batch` with atomics (min, max, and count when kept). Thread-safe; the grid must not keep
   /// sums (use reduce_batch + merge). Consecutive points of one cell are combined before the atomics.
   batch_binning add_batch(point_batch const& batch);
 
