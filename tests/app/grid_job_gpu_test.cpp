@@ -33,6 +33,7 @@ using pipeline_fixtures::expect_bands;
 using pipeline_fixtures::extremes;
 using pipeline_fixtures::fake_source;
 using pipeline_fixtures::held_start;
+using pipeline_fixtures::job_options;
 using pipeline_fixtures::memory_output;
 using pipeline_fixtures::sources_of;
 using pipeline_fixtures::three_clouds;
@@ -53,11 +54,7 @@ TEST(GridJob, GpuRoutesEqualTheCpu)
         if (device == device_choice::automatic) {
           for (auto* f : raw) { f->forget_count(); }
         }
-        grid_job_options o;
-        o.xres = o.yres = 1.0;
-        o.request = r;
-        o.threads = 4;
-        o.device = device_choice::cpu;
+        auto o = job_options(r, 1.0, device_choice::cpu, 4);
         memory_output cpu;
         (void)run_grid_job(sources, o, cpu);
         o.device = device;
@@ -96,11 +93,7 @@ TEST(GridJob, ReadersReadAheadWhileTheGpuStarts)
   for (auto const v : {variant{999, 300}, variant{1, 20}}) {
     auto const c = three_clouds(v.part, true);
     auto const sources = sources_of(c);
-    grid_job_options o;
-    o.xres = o.yres = 1.0;
-    o.request = extremes();
-    o.threads = 4;
-    o.device = device_choice::cpu;
+    auto o = job_options(extremes(), 1.0, device_choice::cpu, 4);
     memory_output cpu;
     (void)run_grid_job(sources, o, cpu);
     o.device = device_choice::gpu;
@@ -130,11 +123,7 @@ TEST(GridJob, EveryGpuBatchReductionAndModeEqualsTheCpu)
   auto const c = three_clouds(777, true);
   auto const sources = sources_of(c);
   for (auto const& r : {extremes(), sums}) {
-    grid_job_options o;
-    o.xres = o.yres = 1.0;
-    o.request = r;
-    o.threads = 4;
-    o.device = device_choice::cpu;
+    auto o = job_options(r, 1.0, device_choice::cpu, 4);
     memory_output cpu;
     (void)run_grid_job(sources, o, cpu);
     o.device = device_choice::gpu;

@@ -24,6 +24,7 @@ namespace {
 using pipeline_fixtures::cloud;
 using pipeline_fixtures::expect_bands;
 using pipeline_fixtures::job_case;
+using pipeline_fixtures::job_options;
 using pipeline_fixtures::memory_output;
 using pipeline_fixtures::reference;
 using pipeline_fixtures::sources_of;
@@ -42,11 +43,7 @@ TEST(GridJob, PercentilesEqualTheWholeCloudWhateverThePartsAndThreads)
       for (unsigned threads : {1u, 4u}) {
         auto const c = three_clouds(part, integers);
         auto const sources = sources_of(c);
-        grid_job_options o;
-        o.xres = o.yres = 1.5;
-        o.request = percentiles();
-        o.device = device_choice::cpu;
-        o.threads = threads;
+        auto o = job_options(percentiles(), 1.5, device_choice::cpu, threads);
         memory_output out;
         auto const report = run_grid_job(sources, o, out);
         grid_spec g;
@@ -64,10 +61,7 @@ TEST(GridJob, PercentilesThatOutgrowTheBudgetSplitTheBandWithTheSameResult)
 {
   auto const c = three_clouds(900, true);
   auto const sources = sources_of(c);
-  grid_job_options o;
-  o.xres = o.yres = 0.5;
-  o.request = percentiles();
-  o.device = device_choice::cpu;
+  auto o = job_options(percentiles(), 0.5, device_choice::cpu);
   // The accumulators fit; 40,000 kept points (800 KB) do not: planned as 2+ bands, and split further
   // where the points crowd.
   o.host_memory = 300 * 1024;
@@ -139,11 +133,7 @@ TEST(GridJob, GpuPercentilesOfACellOfTenMillionPointsEqualTheCpu)
   c.part = 262144;
   c.integers = true;
   auto const sources = sources_of(c);
-  grid_job_options o;
-  o.xres = o.yres = 1.0;
-  o.request = percentiles();
-  o.threads = 4;
-  o.device = device_choice::cpu;
+  auto o = job_options(percentiles(), 1.0, device_choice::cpu, 4);
   memory_output cpu;
   (void)run_grid_job(sources, o, cpu);
   o.device = device_choice::gpu;

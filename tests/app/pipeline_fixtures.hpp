@@ -224,6 +224,19 @@ inline metric_request extremes()
   return r;
 }
 
+/// The options of a job of `request` at resolution `res` on `device`, with `threads` workers (0:
+/// every core); the rest as a command line leaves it.
+inline grid_job_options job_options(metric_request const& request, double res, device_choice device,
+                                    unsigned threads = 0)
+{
+  grid_job_options o;
+  o.xres = o.yres = res;
+  o.request = request;
+  o.device = device;
+  o.threads = threads;
+  return o;
+}
+
 inline void expect_bands(cell_results const& got, cell_results const& want, metric_request const& r,
                          std::uint64_t mean_ulps = 0)
 {

@@ -34,6 +34,7 @@ using pipeline_fixtures::extremes;
 using pipeline_fixtures::fake_source;
 using pipeline_fixtures::held_start;
 using pipeline_fixtures::job_case;
+using pipeline_fixtures::job_options;
 using pipeline_fixtures::memory_output;
 using pipeline_fixtures::reference;
 using pipeline_fixtures::sources_of;
@@ -210,11 +211,7 @@ TEST(GridJob, CpuEqualsTheWholeCloudForPartsThatCutCells)
       for (unsigned threads : {1u, 4u}) {
         auto const c = three_clouds(part, integers);
         auto const sources = sources_of(c);
-        grid_job_options o;
-        o.xres = o.yres = 1.5;
-        o.request = extremes();
-        o.device = device_choice::cpu;
-        o.threads = threads;
+        auto o = job_options(extremes(), 1.5, device_choice::cpu, threads);
         memory_output out;
         auto const report = run_grid_job(sources, o, out);
         grid_spec g;
@@ -243,11 +240,7 @@ TEST(GridJob, MeanAndStddevDoNotDependOnTheThreadCount)
   auto const want = reference(c, r, 2.0, g);
   std::optional<cell_results> first;
   for (unsigned threads : {1u, 2u, 7u}) {
-    grid_job_options o;
-    o.xres = o.yres = 2.0;
-    o.request = r;
-    o.device = device_choice::cpu;
-    o.threads = threads;
+    auto o = job_options(r, 2.0, device_choice::cpu, threads);
     memory_output out;
     (void)run_grid_job(sources, o, out);
     expect_bands(out.bands, want, extremes());
@@ -270,11 +263,7 @@ TEST(GridJob, AHeaderWiderThanThePointsAtTheOriginCostsASecondPass)
   std::vector<fake_source*> raw;
   auto const sources = sources_of(c, &raw);
   raw[1]->declared->extend(-7.0, 200.0);  // wider west and north: another origin
-  grid_job_options o;
-  o.xres = o.yres = 1.0;
-  o.request = extremes();
-  o.device = device_choice::cpu;
-  o.threads = 3;
+  auto o = job_options(extremes(), 1.0, device_choice::cpu, 3);
   memory_output out;
   auto const report = run_grid_job(sources, o, out);
   grid_spec g;
@@ -291,10 +280,7 @@ TEST(GridJob, AHeaderWiderOnlyEastAndSouthIsCroppedInOnePass)
   std::vector<fake_source*> raw;
   auto const sources = sources_of(c, &raw);
   raw[0]->declared->extend(95.0, -30.0);  // wider east and south: the same origin
-  grid_job_options o;
-  o.xres = o.yres = 1.0;
-  o.request = extremes();
-  o.device = device_choice::cpu;
+  auto o = job_options(extremes(), 1.0, device_choice::cpu);
   memory_output out;
   auto const report = run_grid_job(sources, o, out);
   grid_spec g;
@@ -314,10 +300,7 @@ TEST(GridJob, PointsOutsideTheirHeaderAreNeverDropped)
   lying.extend(45.0, 35.0);
   lying.extend(50.0, 40.0);
   raw[1]->declared = lying;  // a header that lies: most of its points are outside
-  grid_job_options o;
-  o.xres = o.yres = 1.0;
-  o.request = extremes();
-  o.device = device_choice::cpu;
+  auto o = job_options(extremes(), 1.0, device_choice::cpu);
   memory_output out;
   auto const report = run_grid_job(sources, o, out);
   grid_spec g;
@@ -333,10 +316,7 @@ TEST(GridJob, SourcesWithoutDeclaredBoundsGetABoundsPass)
 {
   auto const c = three_clouds(700, false);
   auto const sources = sources_of(c, nullptr, false);
-  grid_job_options o;
-  o.xres = o.yres = 3.0;
-  o.request = extremes();
-  o.device = device_choice::cpu;
+  auto o = job_options(extremes(), 3.0, device_choice::cpu);
   memory_output out;
   auto const report = run_grid_job(sources, o, out);
   grid_spec g;
@@ -371,10 +351,7 @@ TEST(GridJob, AGpuJobThatNoPointReachesWritesEmptyCellsAndServesTheNextJob)
   if (!gpu_available()) { GTEST_SKIP() << "no usable GPU: the GPU route is checked on the GPU machine"; }
   auto const c = three_clouds(1000, false);
   auto const sources = sources_of(c);
-  grid_job_options o;
-  o.xres = o.yres = 2.0;
-  o.request = extremes();
-  o.device = device_choice::gpu;
+  auto o = job_options(extremes(), 2.0, device_choice::gpu);
   // A tile far from every point (the GPU route once finalized from a host grid it never made),
   // then one over the points on the same stage, as a tiled job's worker does.
   auto stage = std::make_shared<gpu_stage>(1000, 16);
@@ -401,11 +378,7 @@ TEST(GridJob, BatchesReadAheadOfAGpuThatFailsToStartEndInAnErrorNotAHang)
   // reason; every parked buffer freed (the sanitizer build checks for leaks), no worker left waiting.
   auto const c = three_clouds(999, true);
   auto const sources = sources_of(c);
-  grid_job_options o;
-  o.xres = o.yres = 1.0;
-  o.request = extremes();
-  o.threads = 4;
-  o.device = device_choice::gpu;
+  auto o = job_options(extremes(), 1.0, device_choice::gpu, 4);
   held_start held(false);
   auto stage = std::make_shared<gpu_stage>(1000, 4, -1, held.hook());
   held.release_after(200);
@@ -428,10 +401,7 @@ TEST(GridJob, ATightMemoryBudgetBinsInBandsWithTheSameResult)
   auto const sources = sources_of(c);
   metric_request r = extremes();
   r.mean = true;
-  grid_job_options o;
-  o.xres = o.yres = 0.5;
-  o.request = r;
-  o.device = device_choice::cpu;
+  auto o = job_options(r, 0.5, device_choice::cpu);
   o.host_memory = 64 * 1024;  // a few thousand cells of accumulators
   memory_output out;
   auto const report = run_grid_job(sources, o, out);
@@ -442,6 +412,36 @@ TEST(GridJob, ATightMemoryBudgetBinsInBandsWithTheSameResult)
   EXPECT_EQ(out.grid.rows, g.rows);
   expect_bands(out.bands, want, extremes());
   EXPECT_EQ(report.binned, 40000U);
+}
+
+TEST(GridJob, ExtremesWithoutACountBandEqualTheWholeCloudInBandsAndParts)
+{
+  // range/min/max alone: the CPU grid keeps no counts (host_grid), yet finds the same cells and the
+  // same non-empty count, whatever the parts, threads and bands.
+  metric_request r;
+  r.min = r.max = r.range = true;
+  for (std::uint64_t memory : {std::uint64_t{0}, std::uint64_t{48 * 1024}}) {
+    for (unsigned threads : {1u, 4u}) {
+      auto const c = three_clouds(7, true);
+      auto const sources = sources_of(c);
+      auto o = job_options(r, 0.5, device_choice::cpu, threads);
+      o.host_memory = memory;
+      memory_output out;
+      auto const report = run_grid_job(sources, o, out);
+      grid_spec g;
+      metric_request with_count = r;
+      with_count.count = true;
+      auto const want = reference(c, with_count, 0.5, g);
+      ASSERT_TRUE(out.committed);
+      EXPECT_EQ(report.bands > 1, memory != 0);
+      EXPECT_TRUE(out.bands.count.empty());
+      expect_bands(out.bands, want, r);
+      std::uint64_t non_empty = 0;
+      for (auto n : want.count) { non_empty += n != 0; }
+      EXPECT_EQ(report.non_empty, non_empty);
+      EXPECT_EQ(report.binned, 40000U);
+    }
+  }
 }
 
 TEST(GridJob, NoPointsIsAnInputError)
