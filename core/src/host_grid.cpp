@@ -266,7 +266,7 @@ host_grid::host_grid(grid_band const& band, metric_request const& request, std::
   auto* words_base = static_cast<std::uint64_t*>(memory_);
   acc_.cells = cells;
   acc_.lo = words_base;
-  acc_.hi = words_base + 1;
+  acc_.hi = cells > 0 ? words_base + 1 : nullptr;  // no memory for an empty band
   acc_.stride = 2;
   std::uint64_t next = 2 * cells;
   if (sums) {
