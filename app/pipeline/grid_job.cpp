@@ -92,7 +92,8 @@ class grid_job {
       threads_(worker_threads(o.threads)), batch_points_(largest_part(all_))
   {
     acc_request_ = o.request;
-    acc_request_.min = acc_request_.max = acc_request_.count = true;  // what accumulators always keep
+    // What accumulators keep (a grid binned by the CPU alone drops the count unless asked: bin_band).
+    acc_request_.min = acc_request_.max = acc_request_.count = true;
     sums_ = o.request.needs_sums();
     order_ = o.request.needs_order();
     report_.threads = threads_;
