@@ -195,6 +195,7 @@ std::vector<std::uint8_t>& thread_bytes(int which)
   thread_local std::vector<std::uint8_t> buffers[2];
   return buffers[which];
 }
+constexpr std::size_t slice_bytes = std::size_t{256} << 10;  // LAS records read at a time
 constexpr int raw_records = 0;  // LAS records as read, LAZ records as decoded
 constexpr int compressed_bytes = 1;
 
@@ -323,20 +324,27 @@ class las_record_parts final : public las_parts_base {
     auto const n = static_cast<std::size_t>(std::min<std::uint64_t>(part_points_, header_.point_count - first));
     begin_part(k, n, out);
     std::size_t const stride = header_.record_length;
+    // Read and decoded a slice at a time, so that the records are decoded while the copy has left
+    // them in the core's own cache (a part's records, 2^18 of them, would not fit).
+    std::size_t const slice = std::max<std::size_t>(1, slice_bytes / stride);
     std::vector<std::uint8_t>& raw = thread_bytes(raw_records);
-    if (raw.size() < n * stride) { raw.resize(n * stride); }
-    std::uint64_t const at = header_.offset_to_point_data + first * stride;
-    std::size_t const got = file()->read_upto(at, n * stride, raw.data());
-    if (got < n * stride) {
-      throw error(error_kind::input, info_.path + ": record " + std::to_string(first + got / stride) +
-                                       ": the file ends at byte " + std::to_string(at + got) + ", before the " +
-                                       std::to_string(header_.point_count) +
-                                       " records its header declares (was it truncated after opening?)");
-    }
+    if (raw.size() < std::min(n, slice) * stride) { raw.resize(std::min(n, slice) * stride); }
     filter_stats stats;
     stats.points_in = n;
     int_extent ext;
-    decode_(raw.data(), stride, n, filter, header_transform_, dimension_, out, stats, ext);
+    for (std::size_t done = 0; done < n;) {
+      std::size_t const m = std::min(slice, n - done);
+      std::uint64_t const at = header_.offset_to_point_data + (first + done) * stride;
+      std::size_t const got = file()->read_upto(at, m * stride, raw.data());
+      if (got < m * stride) {
+        throw error(error_kind::input, info_.path + ": record " + std::to_string(first + done + got / stride) +
+                                         ": the file ends at byte " + std::to_string(at + got) + ", before the " +
+                                         std::to_string(header_.point_count) +
+                                         " records its header declares (was it truncated after opening?)");
+      }
+      decode_(raw.data(), stride, m, filter, header_transform_, dimension_, out, stats, ext);
+      done += m;
+    }
     return finish_part(stats, ext, out.size);
   }
 
