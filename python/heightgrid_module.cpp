@@ -141,7 +141,7 @@ class array_output final : public app::grid_output {
   }
 
  private:
-  void copy(std::vector<float> const& from, std::size_t b, std::size_t at)
+  void copy(column<float> const& from, std::size_t b, std::size_t at)
   {
     std::copy(from.begin(), from.end(), values_[b].begin() + static_cast<std::ptrdiff_t>(at));
   }

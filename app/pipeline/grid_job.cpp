@@ -529,7 +529,7 @@ class grid_job {
     return view;
   }
 
-  static window_counts counts_of(std::vector<std::uint32_t> const& count)
+  static window_counts counts_of(column<std::uint32_t> const& count)
   {
     std::uint64_t total = 0, non_empty = 0;
     std::uint32_t largest = 0;

@@ -157,7 +157,7 @@ metric_request metric_request::from(std::vector<metric> const& metrics, double p
   return r;
 }
 
-std::vector<float> const& cell_results::float_column(metric m) const
+column<float> const& cell_results::float_column(metric m) const
 {
   switch (m.kind) {
     case metric_kind::range: return range;
@@ -188,7 +188,7 @@ cell_results reduce_cells_cpu(csr_grid const& csr, metric_request const& request
 {
   auto const cells = static_cast<std::ptrdiff_t>(csr.num_cells());
   cell_results out;
-  auto const size_if = [&](std::vector<float>& v, bool wanted) {
+  auto const size_if = [&](column<float>& v, bool wanted) {
     if (wanted) { v.resize(static_cast<std::size_t>(cells)); }
   };
   size_if(out.min, request.min);

@@ -12,7 +12,7 @@ void sort_values(double* z, std::size_t n)
 
 void size_order_columns(cell_results& out, metric_request const& request, std::size_t cells)
 {
-  out.percentile.assign(request.percentiles.size(), std::vector<float>(cells));
+  out.percentile.assign(request.percentiles.size(), column<float>(cells));
   out.percentile_of = request.percentiles;
   if (request.prange) { out.prange.resize(cells); }
 }
@@ -84,7 +84,7 @@ void order_store::copy_window(std::uint64_t first, std::uint32_t band_cols, std:
 {
   std::size_t const cells = std::size_t{rows} * cols;
   size_order_columns(out, request, cells);
-  auto const copy = [&](std::vector<float> const& from, std::vector<float>& to) {
+  auto const copy = [&](column<float> const& from, column<float>& to) {
     for (std::uint32_t r = 0; r < rows; ++r) {
       auto const src = from.begin() + static_cast<std::ptrdiff_t>(first + std::uint64_t{r} * band_cols);
       std::copy(src, src + cols, to.begin() + static_cast<std::ptrdiff_t>(std::size_t{r} * cols));

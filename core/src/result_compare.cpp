@@ -22,7 +22,7 @@ std::uint32_t bits_of(float f) noexcept
 
 /// First index where the two columns differ under `same`, or nullopt.
 template <class T, class Same>
-std::optional<std::uint64_t> first_mismatch(std::vector<T> const& a, std::vector<T> const& b, Same same)
+std::optional<std::uint64_t> first_mismatch(column<T> const& a, column<T> const& b, Same same)
 {
   std::size_t const n = std::min(a.size(), b.size());
   // memcmp finds the common case (identical columns) at memory speed; the element loop only
@@ -78,14 +78,14 @@ std::optional<band_difference> first_difference(cell_results const& a, cell_resu
 {
   auto const exact = [](float x, float y) { return bits_of(x) == bits_of(y); };
   auto const close = [mean_ulps](float x, float y) { return ulp_distance(x, y) <= mean_ulps; };
-  auto const at = [](std::vector<float> const& v, std::uint64_t i) {
+  auto const at = [](column<float> const& v, std::uint64_t i) {
     return i < v.size() ? static_cast<double>(v[i]) : std::numeric_limits<double>::quiet_NaN();
   };
   struct float_band {
     bool wanted;
     metric m;
-    std::vector<float> const& x;
-    std::vector<float> const& y;
+    column<float> const& x;
+    column<float> const& y;
   };
   float_band const bands[] = {
     {request.range, metric::range, a.range, b.range},
@@ -98,14 +98,14 @@ std::optional<band_difference> first_difference(cell_results const& a, cell_resu
   }
   if (request.count) {
     if (auto i = first_mismatch(a.count, b.count, [](std::uint32_t x, std::uint32_t y) { return x == y; })) {
-      auto const c = [](std::vector<std::uint32_t> const& v, std::uint64_t k) {
+      auto const c = [](column<std::uint32_t> const& v, std::uint64_t k) {
         return k < v.size() ? static_cast<double>(v[k]) : std::numeric_limits<double>::quiet_NaN();
       };
       return band_difference{metric::count, *i, c(a.count, *i), c(b.count, *i)};
     }
   }
   // Order statistics are exact on every backend (sorted values, one rule).
-  static std::vector<float> const none;
+  static column<float> const none;
   for (std::size_t k = 0; k < request.percentiles.size(); ++k) {
     auto const& x = k < a.percentile.size() ? a.percentile[k] : none;
     auto const& y = k < b.percentile.size() ? b.percentile[k] : none;

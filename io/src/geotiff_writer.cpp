@@ -49,7 +49,7 @@ GDALDataType gdal_type(raster_data_type type) noexcept
   return GDT_Float32;
 }
 
-std::vector<float> const& float_column(cell_results const& results, metric m) { return results.float_column(m); }
+column<float> const& float_column(cell_results const& results, metric m) { return results.float_column(m); }
 
 std::size_t column_size(cell_results const& results, metric m)
 {

@@ -496,7 +496,7 @@ cell_results gpu_binner::finalize_rows(std::uint32_t row0, std::uint32_t rows, s
     HG_EXPECTS(s.keeps_points(), error_kind::internal, "gpu_binner::finalize_rows: order statistics of a binner that kept no points");
     s.finalize_order(request, nodata);
     size_order_columns(r, request, cells);
-    auto const column = [&](std::size_t k, std::vector<float>& host) {
+    auto const copy_column = [&](std::size_t k, column<float>& host) {
       // Rows of `cols` cells out of the band's rows of band.grid.cols.
       float const* from = s.order_bands.data() + k * s.band.cells() + std::uint64_t{row0} * s.band.grid.cols;
       if (cells > 0) {
@@ -504,8 +504,8 @@ cell_results gpu_binner::finalize_rows(std::uint32_t row0, std::uint32_t rows, s
                                    cols * sizeof(float), rows, cudaMemcpyDeviceToHost, st));
       }
     };
-    for (std::size_t k = 0; k < request.percentiles.size(); ++k) { column(k, r.percentile[k]); }
-    if (request.prange) { column(request.percentiles.size(), r.prange); }
+    for (std::size_t k = 0; k < request.percentiles.size(); ++k) { copy_column(k, r.percentile[k]); }
+    if (request.prange) { copy_column(request.percentiles.size(), r.prange); }
   }
   stop.record(st);
   HG_CUDA_TRY(cudaStreamSynchronize(st));

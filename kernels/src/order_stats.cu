@@ -241,7 +241,7 @@ order_stats_run order_stats_of_csr(device_csr const& csr, metric_request const& 
   order_stats_run run;
   run.kernel_ms = detail::elapsed_ms(start, stop);
   size_order_columns(run.bands, request, cells);
-  auto const download = [&](std::size_t k, std::vector<float>& host) {
+  auto const download = [&](std::size_t k, column<float>& host) {
     if (cells > 0) {
       HG_CUDA_TRY(cudaMemcpy(host.data(), bands.data() + k * cells, cells * sizeof(float), cudaMemcpyDeviceToHost));
     }

@@ -34,7 +34,7 @@ TEST(Metrics, HandCheckedExample)
   EXPECT_EQ(r.range[0], 2.0F);
   EXPECT_TRUE(std::isnan(r.range[1]));
   EXPECT_EQ(r.range[2], 9.0F);
-  EXPECT_EQ(r.count, (std::vector<std::uint32_t>{3, 0, 4}));
+  EXPECT_EQ(r.count, (column<std::uint32_t>{3, 0, 4}));
   EXPECT_EQ(r.mean[0], 7.0F);
   EXPECT_EQ(r.mean[2], 4.25F);
   EXPECT_FLOAT_EQ(r.stddev[0], static_cast<float>(std::sqrt(2.0 / 3.0)));

@@ -27,9 +27,11 @@ namespace fs = std::filesystem;
 float const nan = std::numeric_limits<float>::quiet_NaN();
 
 /// Bitwise equality, so that NaN nodata compares equal to itself.
-template <typename T>
-bool same_bits(std::vector<T> const& a, std::vector<T> const& b)
+template <typename A, typename B>
+bool same_bits(A const& a, B const& b)
 {
+  using T = typename A::value_type;
+  static_assert(std::is_same_v<T, typename B::value_type>);
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(T)) == 0;
 }
 
@@ -158,7 +160,7 @@ TEST_F(GeotiffWriter, CountAloneIsUInt32WithNodataZero)
   int has_nodata = 0;
   EXPECT_EQ(band->GetNoDataValue(&has_nodata), 0.0);
   EXPECT_TRUE(has_nodata);
-  EXPECT_EQ(read_band<std::uint32_t>(*ds, 1, GDT_UInt32), g.results.count);
+  EXPECT_TRUE(same_bits(read_band<std::uint32_t>(*ds, 1, GDT_UInt32), g.results.count));
   EXPECT_EQ(ds->GetSpatialRef(), nullptr);
   EXPECT_EQ(ds->GetMetadataItem("PREDICTOR", "IMAGE_STRUCTURE"), nullptr);
 }
@@ -189,7 +191,7 @@ TEST_F(GeotiffWriter, CustomNodata)
   auto ds = open_output(out);
   for (int b = 1; b <= 2; ++b) { EXPECT_EQ(ds->GetRasterBand(b)->GetNoDataValue(), -9999.0); }
   EXPECT_EQ(read_band<float>(*ds, 1, GDT_Float32), (std::vector<float>{3, -9999, 1, 2, -9999, 7}));
-  EXPECT_EQ(read_band<float>(*ds, 2, GDT_Float32), g.results.range);
+  EXPECT_TRUE(same_bits(read_band<float>(*ds, 2, GDT_Float32), g.results.range));
 }
 
 TEST_F(GeotiffWriter, ManyWindowsBothFormats)

@@ -204,7 +204,7 @@ TEST_F(RasterWriter, CountAloneIsUInt32)
   auto* band = ds->GetRasterBand(1);
   EXPECT_EQ(band->GetRasterDataType(), GDT_UInt32);
   EXPECT_EQ(band->GetNoDataValue(), 0.0);
-  std::vector<std::uint32_t> count(g.grid.num_cells());
+  column<std::uint32_t> count(g.grid.num_cells());
   ASSERT_EQ(band->RasterIO(GF_Read, 0, 0, 300, 600, count.data(), 300, 600, GDT_UInt32, 0, 0, nullptr), CE_None);
   EXPECT_EQ(count, g.results.count);
 }

@@ -78,7 +78,7 @@ TEST_F(Device, OutOfMemoryIsAResourceErrorAndTheDeviceRecovers)
   csr.offsets = {0, 2};
   csr.z = {1.0, 4.0};
   auto const r = reduce_csr_gpu(csr, metric_request::from({metric::range}), default_nodata, reduce_mode::warp, nullptr);
-  EXPECT_EQ(r.range, std::vector<float>{3.0F});
+  EXPECT_EQ(r.range, column<float>{3.0F});
 }
 
 TEST_F(Device, MalformedCsrIsAnInternalError)

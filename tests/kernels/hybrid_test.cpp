@@ -221,7 +221,7 @@ TEST_F(Hybrid, SingleCellOfTenMillionPoints)
   auto const csr = make_csr({10000000}, 11, -100.0, 3000.0);
   auto const got = reduce_csr_gpu(csr, all_metrics(), default_nodata, reduce_mode::hybrid, nullptr);
   EXPECT_TRUE(same_results(got, reduce_cells_cpu(csr, all_metrics()), all_metrics(), 1));
-  EXPECT_EQ(got.count, std::vector<std::uint32_t>{10000000});
+  EXPECT_EQ(got.count, column<std::uint32_t>{10000000});
   auto const range_only = metric_request::from({metric::min, metric::max, metric::range, metric::count});
   auto const fast = reduce_csr_gpu(csr, range_only, default_nodata, reduce_mode::hybrid, nullptr);
   EXPECT_TRUE(same_results(fast, reduce_cells_cpu(csr, range_only), range_only, 1));

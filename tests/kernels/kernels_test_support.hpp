@@ -92,7 +92,7 @@ inline std::string show(std::uint32_t v) { return std::to_string(v); }
 
 /// Compares one band; `max_ulps` < 0 means bit-identical. Appends a description to `why`.
 template <typename T>
-bool same_band(char const* name, bool requested, std::vector<T> const& got, std::vector<T> const& want,
+bool same_band(char const* name, bool requested, column<T> const& got, column<T> const& want,
                std::uint64_t cells, int max_ulps, std::string& why)
 {
   std::size_t const expected_size = requested ? cells : 0;

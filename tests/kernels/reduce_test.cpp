@@ -71,7 +71,7 @@ TEST_P(ReduceMode, HandCheckedExample)
     EXPECT_EQ(r.range[0], 2.0F);
     EXPECT_TRUE(is_nodata(r.range[1]));
     EXPECT_EQ(r.range[2], 9.0F);
-    EXPECT_EQ(r.count, (std::vector<std::uint32_t>{3, 0, 4}));
+    EXPECT_EQ(r.count, (column<std::uint32_t>{3, 0, 4}));
     EXPECT_EQ(r.mean[0], 7.0F);
     EXPECT_TRUE(is_nodata(r.mean[1]));
     EXPECT_EQ(r.mean[2], 4.25F);
@@ -89,11 +89,11 @@ TEST_P(ReduceMode, OnePointCellHasRangeAndStddevZero)
   csr.offsets = {0, 1};
   csr.z = {-42.5};
   auto const r = reduce_csr_gpu(csr, all_metrics(), nan_nodata, GetParam(), nullptr);
-  EXPECT_EQ(r.range, std::vector<float>{0.0F});
-  EXPECT_EQ(r.stddev, std::vector<float>{0.0F});
-  EXPECT_EQ(r.min, std::vector<float>{-42.5F});
-  EXPECT_EQ(r.mean, std::vector<float>{-42.5F});
-  EXPECT_EQ(r.count, std::vector<std::uint32_t>{1});
+  EXPECT_EQ(r.range, column<float>{0.0F});
+  EXPECT_EQ(r.stddev, column<float>{0.0F});
+  EXPECT_EQ(r.min, column<float>{-42.5F});
+  EXPECT_EQ(r.mean, column<float>{-42.5F});
+  EXPECT_EQ(r.count, column<std::uint32_t>{1});
 }
 
 // Sizes around the warp width and the per-lane stride, alone and between empty and one-point cells.

@@ -6,6 +6,9 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
+#include <new>
+#include <type_traits>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -122,20 +125,50 @@ struct metric_request {
 ///  - percentile columns (pNN, median = p50) are percentile_of_sorted over the cell's z values in
 ///    double, rounded to float once; prange = float(P(hi) - P(lo)) with both percentiles in double;
 ///  - empty cells hold `nodata` in every float column and 0 in count; a one-point cell has range 0.
+/// std::allocator, except that resize() and the size constructor leave new elements
+/// default-initialised (uninitialised, for float and integers): a column of 10^7 cells is then
+/// first touched by the threads that fill it, in parallel, rather than zeroed by one thread first.
+template <typename T>
+struct uninitialized_allocator : std::allocator<T> {
+  template <typename U>
+  struct rebind {
+    using other = uninitialized_allocator<U>;
+  };
+  uninitialized_allocator() noexcept = default;
+  template <typename U>
+  uninitialized_allocator(uninitialized_allocator<U> const&) noexcept  // NOLINT: converting, as std::allocator
+  {
+  }
+  template <typename U>
+  void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>)
+  {
+    ::new (static_cast<void*>(p)) U;
+  }
+  template <typename U, typename... Args>
+  void construct(U* p, Args&&... args)
+  {
+    ::new (static_cast<void*>(p)) U(std::forward<Args>(args)...);
+  }
+};
+
+/// A band's cells: resize() leaves them for the caller to fill.
+template <typename T>
+using column = std::vector<T, uninitialized_allocator<T>>;
+
 struct cell_results {
-  std::vector<float> min;
-  std::vector<float> max;
-  std::vector<float> range;
-  std::vector<std::uint32_t> count;
-  std::vector<float> mean;
-  std::vector<float> stddev;
-  std::vector<std::vector<float>> percentile;  ///< one column per metric_request::percentiles entry
-  std::vector<double> percentile_of;           ///< the percentile of each of those columns
-  std::vector<float> prange;
+  column<float> min;
+  column<float> max;
+  column<float> range;
+  column<std::uint32_t> count;
+  column<float> mean;
+  column<float> stddev;
+  std::vector<column<float>> percentile;  ///< one column per metric_request::percentiles entry
+  std::vector<double> percentile_of;      ///< the percentile of each of those columns
+  column<float> prange;
 
   /// The column of a float band (min, max, range, mean, stddev, pNN, median, prange); throws
   /// error_kind::internal for count or a percentile without a column.
-  [[nodiscard]] std::vector<float> const& float_column(metric m) const;
+  [[nodiscard]] column<float> const& float_column(metric m) const;
 };
 
 /// CPU (OpenMP) reduction of every cell. Deterministic whatever the thread count: each cell is
