@@ -4,7 +4,9 @@
 //
 //   cells      compute each point's cell and z key only (no grid): the arithmetic floor
 //   cells-baseline, cells-avx2  band_cells alone (the product's cell arithmetic) with that code
-//   host       host_grid::add_batch, the product's code (range alone: {lo, hi} pairs, atomic maxima)
+//   host       host_grid::add_batch, the product's code (range alone: the integer words, one CAS)
+//   host-prefault  the same after host_grid::prefault (timed apart)
+//   host-doubles   the same with a negative z scale: the {lo, hi} pairs of doubles, atomic maxima
 //   host-count the same with a count band asked for (a count array, a locked add a point)
 //   soa-plain  the same layout and loop with plain loads and stores (wrong with > 1 thread: a bound)
 //   aos        one 16-byte {lo, hi} record a cell + a separate count array, atomics
@@ -227,11 +229,17 @@ int main(int argc, char** argv)
       for (auto v : sink) { chk += v; }
       return {s, chk};
     }
-    if (name == "host" || name == "host-count") {
+    if (name == "host" || name == "host-count" || name == "host-prefault" || name == "host-doubles") {
       metric_request req;
       req.range = true;
       req.count = name == "host-count";  // range alone: the grid keeps no counts
       host_grid h(grid_band::whole(g), req);
+      bool const doubles = name == "host-doubles";  // integers with a negative z scale: the pairs
+      if (name == "host-prefault") {
+        auto const t0 = std::chrono::steady_clock::now();
+        h.prefault(true);
+        std::printf("  prefault %.1f ms\n", std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+      }
       double const s = timed(c, threads, [&](std::size_t first, std::size_t n) {
         point_batch pb;
         // A view of the cloud's columns: the batch's three columns must be capacity apart, so copy.
@@ -244,6 +252,9 @@ int main(int argc, char** argv)
         pb.size = n;
         pb.encoding = coord_encoding::scaled_int32;
         pb.transform = c.t;
+        if (doubles) {
+          pb.transform.scale[2] = -pb.transform.scale[2];
+        }
         (void)h.add_batch(pb);
       });
       window_counts counted;

@@ -137,6 +137,15 @@ class grid_job {
     return total;
   }
 
+  /// Whether every input is LAS or LAZ, whose points travel as stored integers.
+  bool stored_integers() const
+  {
+    return std::all_of(all_.begin(), all_.end(), [](auto* s) {
+      std::string const& f = s->info().format;
+      return f.rfind("LAS", 0) == 0 || f.rfind("LAZ", 0) == 0;
+    });
+  }
+
   void choose_route()
   {
     std::uint64_t const points = known_points();
@@ -394,6 +403,13 @@ class grid_job {
       metric_request r = acc_request_;
       r.count = route_ != bin_route::cpu || o_.request.count;
       host_ = std::make_unique<host_grid>(band, r, order_capacity(band));
+      // A grid most cells of which will be reached (as many points as cells, by the headers): its
+      // pages are mapped up front on every core rather than by double faults in the binning.
+      std::uint64_t const known = known_points();
+      if (route_ == bin_route::cpu && known > 0 && known >= band.cells()) {
+        omp_set_num_threads(static_cast<int>(threads_));
+        host_->prefault(stored_integers());
+      }
     }
     if (gpu_ != nullptr) {
       if (!gpu_->configured()) {

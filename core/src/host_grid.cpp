@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -108,6 +109,80 @@ batch_binning add_points(grid_band const& band, accumulator_view const& acc, poi
         run = c;
         run_lo = lo;
         run_hi = hi;
+        run_n = 1;
+      }
+    }
+    std::copy(cells.begin() + static_cast<std::ptrdiff_t>(n), cells.begin() + static_cast<std::ptrdiff_t>(ahead_end),
+              cells.begin());
+  }
+  flush();
+  return r;
+}
+
+/// The 32-bit key of a stored integer: unsigned order = signed order.
+inline std::uint32_t int_key(std::int32_t v) noexcept { return static_cast<std::uint32_t>(v) ^ 0x80000000U; }
+inline std::int32_t int_of_key(std::uint32_t k) noexcept { return static_cast<std::int32_t>(k ^ 0x80000000U); }
+
+/// A cell's word: the highest key in the upper half, the complement of the lowest key in the lower,
+/// both merged with max() (0 is an empty cell: a cell with a point has lo <= hi, so not both 0).
+inline std::uint64_t word_of(std::uint32_t lo_key, std::uint32_t hi_key) noexcept
+{
+  return (std::uint64_t{hi_key} << 32) | static_cast<std::uint32_t>(~lo_key);
+}
+
+inline void atomic_merge_word(std::uint64_t* p, std::uint64_t w) noexcept
+{
+  std::uint64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
+  for (;;) {
+    std::uint64_t const hi = std::max(cur >> 32, w >> 32);
+    std::uint64_t const lo = std::max(cur & 0xffffffffULL, w & 0xffffffffULL);
+    std::uint64_t const next = (hi << 32) | lo;
+    if (next == cur || __atomic_compare_exchange_n(p, &cur, next, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+      return;
+    }
+  }
+}
+
+/// add_points for a grid of integer words (scaled_int32 batches whose z rule is the words').
+batch_binning add_points_words(grid_band const& band, std::uint64_t* words, point_batch const& b)
+{
+  batch_binning r;
+  constexpr std::size_t block = 256;
+  constexpr std::size_t distance = 16;
+  std::array<std::uint32_t, 2 * block> cells;
+  cell_code const code = best_cell_code();
+  std::int32_t const* const zi = b.zi();
+  std::uint32_t run = outside_key;
+  std::uint32_t run_lo = 0, run_hi = 0;
+  std::uint32_t run_n = 0;
+  auto const flush = [&] {
+    if (run_n == 0) { return; }
+    atomic_merge_word(words + run, word_of(run_lo, run_hi));
+    r.binned += run_n;
+  };
+  band_cells(band, b, 0, std::min(block, b.size), cells.data(), code);
+  for (std::size_t first = 0; first < b.size; first += block) {
+    std::size_t const n = std::min(block, b.size - first);
+    std::size_t const next = first + n < b.size ? std::min(block, b.size - first - n) : 0;
+    if (next > 0) { band_cells(band, b, first + n, next, cells.data() + n, code); }
+    std::size_t const ahead_end = n + next;
+    for (std::size_t k = 0; k < n; ++k) {
+      if (k + distance < ahead_end && cells[k + distance] < skip_key) { __builtin_prefetch(words + cells[k + distance], 1); }
+      std::uint32_t const c = cells[k];
+      if (c >= skip_key) {
+        r.outside += c == outside_key;
+        continue;
+      }
+      std::uint32_t const key = int_key(zi[first + k]);
+      if (c == run) {
+        run_lo = key < run_lo ? key : run_lo;
+        run_hi = key > run_hi ? key : run_hi;
+        ++run_n;
+      } else {
+        flush();
+        run = c;
+        run_lo = key;
+        run_hi = key;
         run_n = 1;
       }
     }
@@ -278,11 +353,56 @@ host_grid::host_grid(grid_band const& band, metric_request const& request, std::
     next += cells;
   }
   if (counted) { acc_.count = reinterpret_cast<std::uint32_t*>(words_base + next); }
+  // Extremes alone: the integer words too (untouched pages cost nothing: a job whose batches all
+  // go to one of the two never maps the other's).
+  if (!counted && cells > 0) {
+    words_bytes_ = static_cast<std::size_t>(cells) * sizeof(std::uint64_t);
+    void* w = ::mmap(nullptr, words_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (w == MAP_FAILED) {
+      ::munmap(memory_, bytes_);
+      throw error(error_kind::resource, "cannot map " + std::to_string(words_bytes_ >> 20) +
+                                          " MiB for the accumulators of " + std::to_string(cells) +
+                                          " cells; choose a coarser resolution (--res) or a smaller --memory share");
+    }
+    words_ = static_cast<std::uint64_t*>(w);
+  }
 }
 
 host_grid::~host_grid()
 {
   if (memory_ != nullptr) { ::munmap(memory_, bytes_); }
+  if (words_ != nullptr) { ::munmap(words_, words_bytes_); }
+}
+
+void host_grid::prefault(bool integers)
+{
+  bool const words = integers && words_ != nullptr;
+  auto* const base = static_cast<unsigned char*>(words ? static_cast<void*>(words_) : memory_);
+  std::size_t const bytes = words ? words_bytes_ : bytes_;
+  if (base == nullptr) { return; }
+  constexpr std::size_t page = 4096;
+  auto const pages = static_cast<std::int64_t>((bytes + page - 1) / page);
+  // A write of the zero the page already holds: no state changes, the page is mapped writable.
+#pragma omp parallel for schedule(static)
+  for (std::int64_t k = 0; k < pages; ++k) { __atomic_store_n(base + static_cast<std::size_t>(k) * page, 0, __ATOMIC_RELAXED); }
+}
+
+bool host_grid::z_rule_of_words(scaled_coords const& t)
+{
+  double const s = t.scale[2];
+  double const o = t.offset[2];
+  // A positive finite scale: the rule is then non-decreasing in the integer.
+  if (!(s > 0.0) || !std::isfinite(s) || !std::isfinite(o)) { return false; }
+  if (!z_rule_set_.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(z_rule_mutex_);
+    if (!z_rule_set_.load(std::memory_order_relaxed)) {
+      z_scale_ = s;
+      z_offset_ = o;
+      z_rule_set_.store(true, std::memory_order_release);
+    }
+  }
+  // Bit for bit: the words decode with z_scale_/z_offset_ alone.
+  return std::memcmp(&s, &z_scale_, sizeof s) == 0 && std::memcmp(&o, &z_offset_, sizeof o) == 0;
 }
 
 batch_binning host_grid::add_batch(point_batch const& batch)
@@ -290,6 +410,10 @@ batch_binning host_grid::add_batch(point_batch const& batch)
   HG_EXPECTS(!keeps_sums(), error_kind::internal, "host_grid::add_batch on a grid that keeps sums");
   keep_batch(band_, batch, order_.get());
   bool const f64 = batch.encoding == coord_encoding::float64;
+  if (words_ != nullptr && !f64 && z_rule_of_words(batch.transform)) { return add_points_words(band_, words_, batch); }
+  if (words_ != nullptr && !pairs_used_.load(std::memory_order_relaxed)) {
+    pairs_used_.store(true, std::memory_order_relaxed);
+  }
   if (keeps_counts()) {
     return f64 ? add_points<coord_encoding::float64, true>(band_, acc_, batch)
                : add_points<coord_encoding::scaled_int32, true>(band_, acc_, batch);
@@ -350,6 +474,9 @@ cell_results host_grid::finalize_rows(std::uint32_t row0, std::uint32_t rows, st
 {
   HG_EXPECTS(row0 + std::uint64_t{rows} <= band_.rows && cols <= band_.grid.cols, error_kind::internal,
           "host_grid::finalize_rows: window outside the band");
+  if (words_ != nullptr && z_rule_set_.load(std::memory_order_acquire)) {
+    return finalize_words(row0, rows, cols, request, nodata, counts);
+  }
   auto r = finalize_window(acc_, std::uint64_t{row0} * band_.grid.cols, band_.grid.cols, rows, cols, request, nodata,
                            counts);
   if (request.needs_order()) {
@@ -357,6 +484,47 @@ cell_results host_grid::finalize_rows(std::uint32_t row0, std::uint32_t rows, st
     if (!order_->finalized()) { order_->finalize(acc_.count, acc_.cells, request, nodata); }
     order_->copy_window(std::uint64_t{row0} * band_.grid.cols, band_.grid.cols, rows, cols, request, r);
   }
+  return r;
+}
+
+cell_results host_grid::finalize_words(std::uint32_t row0, std::uint32_t rows, std::uint32_t cols,
+                                       metric_request const& request, float nodata, window_counts* counts) const
+{
+  std::size_t const cells = std::size_t{rows} * cols;
+  cell_results r;
+  auto const band = [&](bool wanted, auto& v) {
+    if (wanted) { v.resize(cells); }
+    return wanted ? v.data() : nullptr;
+  };
+  band_pointers const out{band(request.min, r.min),     band(request.max, r.max), band(request.range, r.range),
+                          band(request.count, r.count), nullptr,                  nullptr};
+  bool const pairs = pairs_used_.load(std::memory_order_relaxed);
+  std::uint64_t const first = std::uint64_t{row0} * band_.grid.cols;
+  auto const nrows = static_cast<std::int64_t>(rows);
+  std::uint64_t non_empty = 0;
+#pragma omp parallel for schedule(static) reduction(+ : non_empty)
+  for (std::int64_t row = 0; row < nrows; ++row) {
+    std::uint64_t const in = first + static_cast<std::uint64_t>(row) * band_.grid.cols;
+    std::uint64_t const o = static_cast<std::uint64_t>(row) * cols;
+    for (std::uint32_t col = 0; col < cols; ++col) {
+      std::uint64_t const c = in + col;
+      // The cell as a {lo, hi} pair of double keys, then the one finalize_cell rule.
+      std::uint64_t pair[2] = {0, 0};
+      std::uint64_t const w = words_[c];
+      if (w != 0) {
+        pair[0] = lo_key(scaled_coords::apply(int_of_key(~static_cast<std::uint32_t>(w)), z_scale_, z_offset_));
+        pair[1] = hi_key(scaled_coords::apply(int_of_key(static_cast<std::uint32_t>(w >> 32)), z_scale_, z_offset_));
+      }
+      if (pairs) {
+        pair[0] = std::max(pair[0], acc_.lo_of(c));
+        pair[1] = std::max(pair[1], acc_.hi_of(c));
+      }
+      accumulator_view const one{pair, pair + 1, nullptr, nullptr, nullptr, 1, 2};
+      finalize_cell(one, 0, out, o + col, nodata);
+      non_empty += pair[1] != 0;
+    }
+  }
+  if (counts != nullptr) { *counts = window_counts{non_empty, non_empty, non_empty > 0 ? 1U : 0U}; }
   return r;
 }
 

@@ -361,5 +361,100 @@ TEST(HostGrid, AtomicBinningRefusesAGridWithSums)
   EXPECT_THROW((void)grid.add_batch(b), error);
 }
 
+/// Integer batches of `n` random points over ~30 x 30 m in cells of 1 m, each batch with one of
+/// `transforms` (rotating), plus the same points as doubles.
+struct int_batches {
+  std::vector<std::vector<std::int32_t>> memory;
+  std::vector<point_batch> list;
+  point_chunk as_doubles;
+};
+
+int_batches int_points(std::vector<scaled_coords> const& transforms, std::size_t batches, std::size_t per_batch,
+                       std::uint64_t seed)
+{
+  std::mt19937_64 rng(seed);
+  int_batches out;
+  for (std::size_t k = 0; k < batches; ++k) {
+    scaled_coords const& t = transforms[k % transforms.size()];
+    out.memory.emplace_back(3 * per_batch);
+    auto& m = out.memory.back();
+    point_batch b;
+    b.data = m.data();
+    b.capacity = b.size = per_batch;
+    b.encoding = coord_encoding::scaled_int32;
+    b.transform = t;
+    for (std::size_t i = 0; i < per_batch; ++i) {
+      // x, y: 0..30 m whatever the transform; z: the whole int32 range now and then (its edges too).
+      double const x = std::uniform_real_distribution<double>(0.0, 30.0)(rng);
+      double const y = std::uniform_real_distribution<double>(0.0, 30.0)(rng);
+      m[i] = static_cast<std::int32_t>(std::floor((x - t.offset[0]) / t.scale[0]));
+      m[per_batch + i] = static_cast<std::int32_t>(std::floor((y - t.offset[1]) / t.scale[1]));
+      std::uint64_t const pick = rng() % 100;
+      std::int32_t z = static_cast<std::int32_t>(rng() % 200001) - 100000;
+      if (pick == 0) { z = std::numeric_limits<std::int32_t>::min(); }
+      if (pick == 1) { z = std::numeric_limits<std::int32_t>::max(); }
+      if (pick == 2) { z = 0; }
+      m[2 * per_batch + i] = z;
+      out.as_doubles.x.push_back(b.x_at(i));
+      out.as_doubles.y.push_back(b.y_at(i));
+      out.as_doubles.z.push_back(b.z_at(i));
+    }
+    out.list.push_back(b);
+  }
+  return out;
+}
+
+TEST(HostGrid, IntegerZOfOneRuleGivesTheCellsOfTheDoublesWhateverTheOtherBatches)
+{
+  scaled_coords a;
+  a.scale[0] = a.scale[1] = 0.01;
+  a.scale[2] = 0.001;
+  a.offset[2] = 1234.5;
+  scaled_coords b = a;  // another z offset: its batches go to the pairs
+  b.offset[2] = -17.25;
+  scaled_coords negative = a;  // a falling rule: never the words'
+  negative.scale[2] = -0.001;
+  scaled_coords tiny = a;  // z rounds to a few values: ties between integers
+  tiny.scale[2] = 1e-300;
+  tiny.offset[2] = 5.0;
+  metric_request extremes;
+  extremes.min = extremes.max = extremes.range = true;
+  metric_request with_count = extremes;
+  with_count.count = true;
+  for (auto const& rules : std::vector<std::vector<scaled_coords>>{{a}, {a, b}, {b, a, negative}, {tiny}, {negative}}) {
+    auto const p = int_points(rules, 24, 997, rules.size() * 31 + 7);
+    auto const g = grid_of(p.as_doubles, 1.0);
+    host_grid grid(grid_band::whole(g), extremes);
+    std::vector<std::thread> pool;
+    for (unsigned t = 0; t < 4; ++t) {
+      pool.emplace_back([&, t] {
+        for (std::size_t k = t; k < p.list.size(); k += 4) { (void)grid.add_batch(p.list[k]); }
+      });
+    }
+    for (auto& th : pool) { th.join(); }
+    // A batch of doubles too, into the same grid: its cells join the integers'.
+    auto const extra = walk_points(3000, 30.0, 3);
+    auto const doubles = split(extra, 1000);
+    for (auto const& batch : doubles.list) { (void)grid.add_batch(batch); }
+    point_chunk all = p.as_doubles;
+    for (std::size_t i = 0; i < extra.size(); ++i) {
+      if (extra.x[i] >= g.x0 && extra.x[i] < g.x0 + g.cols * g.xres && extra.y[i] <= g.y0 && extra.y[i] > g.y0 - g.rows * g.yres) {
+        all.x.push_back(extra.x[i]);
+        all.y.push_back(extra.y[i]);
+        all.z.push_back(extra.z[i]);
+      }
+    }
+    auto const want_all = reference(g, all, with_count, -9999.0F);
+    window_counts counted;
+    auto const got = grid.finalize_rows(0, g.rows, g.cols, extremes, -9999.0F, &counted);
+    auto const d = first_difference(got, want_all, extremes, 0);
+    EXPECT_FALSE(d.has_value()) << rules.size() << " rules: " << d->describe();
+    std::uint64_t non_empty = 0;
+    for (auto const c : want_all.count) { non_empty += c != 0; }
+    EXPECT_EQ(counted.non_empty, non_empty);
+    EXPECT_EQ(counted.total, non_empty);
+  }
+}
+
 }  // namespace
 }  // namespace heightgrid

@@ -8,6 +8,12 @@
 //    Order-free, so threads add their batches as they come; min, max and count are exact whatever
 //    the order. Cells come from band_cells.hpp (AVX2 where the CPU has it); a cell's {lo, hi} is one
 //    16-byte pair, so a random update touches one cache line.
+//    A grid of extremes alone (no count) keeps the stored integer Z of LAS/LAZ batches instead, when
+//    they share one z scale and offset: one 8-byte word a cell (32-bit keys of the lowest and the
+//    highest integer, updated with one compare-and-swap), half the memory and fewer atomics. The
+//    coordinate rule is monotonic in the integer for a positive scale, so the extremes of the
+//    integers give the extremes of z exactly; batches with another transform, or doubles, go to the
+//    pairs, and a cell's result is the extreme of both.
 //  - reduce_batch() + merge(): the batch is sorted by cell (stable) and each cell's points reduced
 //    in input order into a partial (n, min, max, sum, m2); partials are merged into the grid one
 //    batch at a time, in the order the caller chooses. The pipeline merges in batch order, so the
@@ -19,10 +25,12 @@
 #include "heightgrid/core/order_store.hpp"
 #include "heightgrid/core/point_batch.hpp"
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 namespace heightgrid {
@@ -72,6 +80,12 @@ class host_grid {
   [[nodiscard]] bool keeps_sums() const noexcept { return acc_.sum != nullptr; }
   [[nodiscard]] bool keeps_counts() const noexcept { return acc_.count != nullptr; }
 
+  /// Maps every page binning will write (the integer words when `integers`, else the pairs and the
+  /// count), on all OpenMP threads, before any batch is added: a lazily mapped page is otherwise
+  /// first read (the shared zero page) and then written (a second fault, and every core's TLB
+  /// flushed) by the first point that lands there. For a grid that most cells will reach.
+  void prefault(bool integers);
+
   /// Bins every point of `batch` with atomics (min, max, and count when kept). Thread-safe; the grid must not keep
   /// sums (use reduce_batch + merge). Consecutive points of one cell are combined before the atomics.
   batch_binning add_batch(point_batch const& batch);
@@ -104,10 +118,23 @@ class host_grid {
   [[nodiscard]] std::uint32_t max_count() const;
 
  private:
+  /// Whether `t`'s z rule is the one of the integer words, adopting it for the first such batch.
+  bool z_rule_of_words(scaled_coords const& t);
+  [[nodiscard]] cell_results finalize_words(std::uint32_t row0, std::uint32_t rows, std::uint32_t cols,
+                                            metric_request const& request, float nodata, window_counts* counts) const;
+
   grid_band band_;
   accumulator_view acc_;
   void* memory_{nullptr};
   std::size_t bytes_{0};
+  // The integer words of a grid of extremes alone (null otherwise), mapped lazily as the pairs.
+  std::uint64_t* words_{nullptr};
+  std::size_t words_bytes_{0};
+  std::mutex z_rule_mutex_;
+  std::atomic<bool> z_rule_set_{false};  ///< z_scale_/z_offset_ adopted (release/acquire)
+  double z_scale_{0.0};
+  double z_offset_{0.0};
+  std::atomic<bool> pairs_used_{false};  ///< a batch went to the pairs of a grid with words
   std::unique_ptr<order_store> order_;  ///< the kept points, when order statistics are asked
 };
 
