@@ -125,6 +125,30 @@ TEST(las_crs, unparsable_wkt_falls_back_to_keys)
   EXPECT_NE(crs.note.find("WKT CRS record does not parse"), std::string::npos) << crs.note;
 }
 
+TEST(las_crs, records_met_again_give_the_same_answer_however_many_came_between)
+{
+  // Tiles of a catalogue repeat their records: interpret_las_crs answers those from memory, and
+  // keys differing in one value, or in where the WKT record was, must not be answered alike.
+  auto const utm = [](std::uint16_t zone) {
+    return keys_of({{1024, 0, 1, 1}, {3072, 0, 1, static_cast<std::uint16_t>(32600 + zone)}, {3076, 0, 1, 9001}});
+  };
+  std::string const wkt = wkt_of_epsg(32615);
+  for (int round = 0; round < 2; ++round) {
+    SCOPED_TRACE(round);
+    for (std::uint16_t zone = 1; zone <= 40; ++zone) {  // more distinct records than are remembered
+      auto const crs = interpret_las_crs("", false, utm(zone));
+      EXPECT_EQ(crs.source, "GeoTIFF keys");
+      EXPECT_TRUE(same_as_epsg(crs.wkt, 32600 + zone)) << zone;
+      EXPECT_EQ(interpret_las_crs("", false, utm(zone)).wkt, crs.wkt);
+    }
+    EXPECT_EQ(interpret_las_crs(wkt, false, {}).source, "WKT VLR");
+    EXPECT_EQ(interpret_las_crs(wkt, true, {}).source, "WKT EVLR");
+    auto const bad = interpret_las_crs("", false, keys_of({{1024, 0, 1, 1}, {3072, 0, 1, 32767}}));
+    EXPECT_TRUE(bad.wkt.empty());
+    EXPECT_NE(bad.note.find("GeoTIFF keys present but not interpretable"), std::string::npos) << bad.note;
+  }
+}
+
 TEST(las_crs, vertical_units_of_a_compound_wkt)
 {
   std::string const wkt = las_wkt_from_crs("EPSG:26915+6360");
