@@ -59,6 +59,9 @@ std::string crs_name(std::string const& wkt)
 bool same_crs(std::string const& a, std::string const& b)
 {
   if (a.empty() || b.empty()) { return a.empty() && b.empty(); }
+  // The common case, not parsed: the files of a catalogue carry the same text (twice a PROJ parse
+  // and a comparison per file otherwise, 7 * 10^4 instructions, on the thread that opens the job).
+  if (a == b) { return true; }
   auto const sa = parse_wkt(a);
   auto const sb = parse_wkt(b);
   if (!sa || !sb) { return a == b; }

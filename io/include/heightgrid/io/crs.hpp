@@ -17,9 +17,9 @@ namespace heightgrid::io {
 /// Whether two WKT strings describe the same CRS, as GDAL judges equivalence: IsSame with
 /// CRITERION=EQUIVALENT_EXCEPT_AXIS_ORDER_GEOGCRS and IGNORE_DATA_AXIS_TO_SRS_AXIS_MAPPING, so names
 /// do not matter ("RGF93 / Lambert-93" and "RGF93 v1 / Lambert-93" are both EPSG:2154); two CRSs
-/// that carry the same authority code (EPSG:2154) are the same whatever else their WKT says. Two
-/// empty strings are the same; empty and non-empty are not; when either cannot be parsed the
-/// strings are compared as text.
+/// that carry the same authority code (EPSG:2154) are the same whatever else their WKT says. Equal
+/// strings (empty ones too) are the same without being parsed; empty and non-empty are not; when
+/// either cannot be parsed the strings are compared as text.
 [[nodiscard]] bool same_crs(std::string const& a, std::string const& b);
 
 /// What is wrong with cells of `xres` x `yres` in the units of the CRS `wkt`, for a warning:
