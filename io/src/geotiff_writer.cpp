@@ -387,6 +387,15 @@ class raster_writer::impl {
       std::size_t const height = block_row_height(k);
       std::size_t const first = std::max(row0, block_row0);
       std::size_t const last = std::min(row0 + rows, block_row0 + height);
+      if (bands_.size() == 1 && first == block_row0 && last == block_row0 + height) {
+        // A whole block row of one band in the file's type: its blocks come straight from the column.
+        if (T const* direct = same_type_column<T>(in, bands_.front(), (first - row0) * cols)) {
+          for (std::size_t r = first; r < last; ++r) { written_[r] = true; }
+          rows_written_ += height;
+          write_blocks(block_row0, height, direct);
+          continue;
+        }
+      }
       auto [it, fresh] = pending_.try_emplace(k);
       if (fresh) { it->second.samples = take_buffer<T>(height * cols * bands_.size()); }
       auto& samples = std::get<std::vector<T>>(it->second.samples);
@@ -415,6 +424,20 @@ class raster_writer::impl {
     if (auto* spare = std::get_if<std::vector<T>>(&spare_)) { buffer = std::move(*spare); }
     buffer.resize(n);
     return buffer;
+  }
+
+  /// Band `m` of `in` from cell `from` on when its cells are already of type T (float bands in a
+  /// Float32 file, count in a UInt32 one), else null.
+  template <typename T>
+  [[nodiscard]] T const* same_type_column(cell_results const& in, metric m, std::size_t from) const
+  {
+    if constexpr (std::is_same_v<T, float>) {
+      if (m != metric::count) { return float_column(in, m).data() + from; }
+    }
+    if constexpr (std::is_same_v<T, std::uint32_t>) {
+      if (m == metric::count) { return in.count.data() + from; }
+    }
+    return nullptr;
   }
 
   /// Cells [from, from + n) of band `m` of `in`, in the file's sample type T: empty cells of count
@@ -448,10 +471,14 @@ class raster_writer::impl {
     }
   }
 
-  /// Hands one complete block row, all bands, to GDAL in one call.
+  /// Hands one complete block row, all bands, to GDAL.
   template <typename T>
   void write_block_row(std::size_t row0, std::size_t rows, std::vector<T>& samples)
   {
+    if (bands_.size() == 1) {
+      write_blocks(row0, rows, samples.data());
+      return;
+    }
     gdal_error_scope errors;
     auto const cols = static_cast<int>(grid_.cols);
     // nullptr band map: bands 1..n in buffer order; band spacing = one block row of samples.
@@ -480,6 +507,46 @@ class raster_writer::impl {
     }
   }
 
+  /// One band: each block of the block row (`rows` rows of grid_.cols samples at `samples`) goes
+  /// to GDAL whole with WriteBlock, which hands it to
+  /// the compression threads without GDAL's block cache (RasterIO copied the row into cached blocks,
+  /// each first filled with nodata, and flushed them: two more passes over the samples on this
+  /// thread). The part of an edge block outside the raster holds zeros, as the cached blocks did
+  /// (GDAL 3.6 allocates a new block zeroed), so the file is the same byte for byte.
+  template <typename T>
+  void write_blocks(std::size_t row0, std::size_t rows, T const* samples)
+  {
+    gdal_error_scope errors;
+    GDALRasterBand* band = dataset_->GetRasterBand(1);
+    int block_cols = 0;
+    int block_rows = 0;
+    band->GetBlockSize(&block_cols, &block_rows);
+    auto const bc = static_cast<std::size_t>(block_cols);
+    auto const br = static_cast<std::size_t>(block_rows);
+    std::size_t const cols = grid_.cols;
+    T const pad{0};
+    auto* block = std::get_if<std::vector<T>>(&block_buffer_);
+    if (block == nullptr) { block = &block_buffer_.emplace<std::vector<T>>(); }
+    block->resize(bc * br);
+    int const y_block = static_cast<int>(row0 / br);
+    for (std::size_t x0 = 0, x_block = 0; x0 < cols; x0 += bc, ++x_block) {
+      std::size_t const width = std::min(bc, cols - x0);
+      for (std::size_t r = 0; r < br; ++r) {
+        T* out = block->data() + r * bc;
+        if (r < rows) {
+          T const* in = samples + r * cols + x0;
+          std::copy(in, in + width, out);
+          std::fill(out + width, out + bc, pad);
+        } else {
+          std::fill(out, out + bc, pad);
+        }
+      }
+      bool const written = band->WriteBlock(static_cast<int>(x_block), y_block, block->data()) == CE_None;
+      HG_EXPECTS(written && !errors.failed(), error_kind::output,
+              path_ + ": cannot write cells at row " + std::to_string(row0) + ": " + errors.message());
+    }
+  }
+
   std::string path_;
   fs::path target_;
   grid_spec grid_;
@@ -497,6 +564,7 @@ class raster_writer::impl {
   std::size_t block_rows_{1};
   std::map<std::size_t, pending_block_row> pending_;  ///< by block row index
   std::variant<std::vector<std::uint32_t>, std::vector<float>, std::vector<double>> spare_;
+  std::variant<std::vector<std::uint32_t>, std::vector<float>, std::vector<double>> block_buffer_;  ///< write_blocks
   std::vector<bool> written_;
   std::size_t rows_written_{0};
   bool failed_{false};
