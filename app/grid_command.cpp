@@ -124,8 +124,12 @@ class geotiff_output final : public grid_output {
 double gigabytes_per_second(double bytes, double seconds) { return seconds > 0.0 ? bytes / seconds / 1e9 : 0.0; }
 
 /// -v: each stage's busy time and throughput, and the stage that bounds the run.
-void report_stages(grid_job_report const& r, double input_bytes, double write_s, double total_s)
+void report_stages(grid_job_report const& r, double input_bytes, double open_s, std::size_t inputs, double write_s,
+                   double total_s)
 {
+  spdlog::debug("inputs: {} opened (headers) in {} before reading{}", with_commas(inputs), human_seconds(open_s),
+                inputs > 1 && open_s > 0.0 ? fmt::format(" ({:.0f} a second)", static_cast<double>(inputs) / open_s)
+                                           : std::string());
   std::uint64_t const records = r.read.filtered.points_in;
   double const pass = std::max(r.bin_pass_s, 1e-9);
   double const workers = static_cast<double>(std::max(1u, r.threads));
@@ -162,7 +166,8 @@ void report_stages(grid_job_report const& r, double input_bytes, double write_s,
     char const* name;
     double seconds;
   };
-  stage const stages[] = {{"reading and decoding", r.read_busy_s / workers},
+  stage const stages[] = {{"opening the inputs", open_s},
+                          {"reading and decoding", r.read_busy_s / workers},
                           {"binning on the CPU", r.cpu_bin_busy_s / workers},
                           {"host-to-device copies", r.gpu.h2d_ms * 1e-3},
                           {"GPU binning", r.gpu.bin_ms * 1e-3},
@@ -318,7 +323,9 @@ int run_grid(grid_options const& o)
   }
 
   // --- inputs (headers)
+  stopwatch const opening;
   auto opened = open_sources(o.in, paths, xres == yres ? std::optional<double>(xres) : std::nullopt, job.threads);
+  double const open_s = opening.seconds();
   std::string first_crs;
   std::string first_crs_path;
   double input_bytes = 0.0;
@@ -370,7 +377,7 @@ int run_grid(grid_options const& o)
                r.passes > 1 ? " (" + std::to_string(r.passes) + " passes)" : std::string(), human_seconds(r.bin_pass_s + r.bounds_s),
                human_seconds(output.write_seconds + r.finalize_s), human_seconds(total_s),
                static_cast<double>(r.read.filtered.points_in) / std::max(total_s, 1e-9) / 1e6, o.output);
-  if (spdlog::should_log(spdlog::level::debug)) { report_stages(r, input_bytes, output.write_seconds, total_s); }
+  if (spdlog::should_log(spdlog::level::debug)) { report_stages(r, input_bytes, open_s, opened.sources.size(), output.write_seconds, total_s); }
   if (!o.preview.empty()) {
     io::write_preview(o.output, o.preview, o.overwrite);
     spdlog::info("preview of band 1 ({}): {}", metric_name(metrics.front()), o.preview);
