@@ -437,7 +437,19 @@ void host_grid::reduce_batch(point_batch const& batch, batch_partials& out) cons
 void host_grid::merge(batch_partials const& p)
 {
   bool const sums = acc_.sum != nullptr;
+  // Merges run one at a time (in batch order), so their cache misses are the job's bound: a batch's
+  // cells are increasing but far apart, each a line of the pairs, the sums, m2 and the counts.
+  constexpr std::size_t distance = 16;
   for (std::size_t k = 0; k < p.cells.size(); ++k) {
+    if (k + distance < p.cells.size()) {
+      std::uint64_t const a = p.cells[k + distance];
+      __builtin_prefetch(&acc_.lo_of(a), 1);
+      __builtin_prefetch(acc_.count + a, 1);
+      if (sums) {
+        __builtin_prefetch(acc_.sum + a, 1);
+        if (acc_.m2 != nullptr) { __builtin_prefetch(acc_.m2 + a, 1); }
+      }
+    }
     std::uint64_t const c = p.cells[k];
     std::uint64_t const lo = lo_key(p.lo[k]);
     std::uint64_t const hi = hi_key(p.hi[k]);
