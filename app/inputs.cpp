@@ -11,7 +11,9 @@
 #include <gdal_priv.h>
 #include <glob.h>
 #include <spdlog/spdlog.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
@@ -21,6 +23,7 @@
 #include <cstddef>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <system_error>
 #include <utility>
 
@@ -98,18 +101,16 @@ void check_regular_file(std::string const& path)
 std::vector<std::string> without_repeats(std::vector<std::string> const& paths)
 {
   std::vector<std::string> out;
-  std::vector<std::pair<dev_t, ino_t>> seen;
+  // (device, inode) -> the path kept for it: a catalogue of 10^5 tiles is checked in n log n.
+  std::map<std::pair<dev_t, ino_t>, std::size_t> seen;
   for (auto const& p : paths) {
     struct stat st {};
     if (::stat(p.c_str(), &st) == 0) {
-      std::pair<dev_t, ino_t> const id{st.st_dev, st.st_ino};
-      auto const it = std::find(seen.begin(), seen.end(), id);
-      if (it != seen.end()) {
-        spdlog::warn("{}: the same file as {} given again; it is read once", p,
-                     out[static_cast<std::size_t>(it - seen.begin())]);
+      auto const [it, fresh] = seen.try_emplace(std::pair<dev_t, ino_t>{st.st_dev, st.st_ino}, out.size());
+      if (!fresh) {
+        spdlog::warn("{}: the same file as {} given again; it is read once", p, out[it->second]);
         continue;
       }
-      seen.push_back(id);
     }
     out.push_back(p);
   }
@@ -184,8 +185,11 @@ input_format resolve_input_format(std::string const& path, input_format requeste
   HG_EXPECTS(!fs::is_directory(path, ec), error_kind::input, path + ": is a directory");
   check_regular_file(path);
   {
-    std::ifstream probe(path, std::ios::binary);
-    HG_EXPECTS(static_cast<bool>(probe), error_kind::input, path + ": cannot open for reading");
+    // A plain open, not a stream: thousands of tiles are probed at once on every core, and a
+    // stream's locale and buffer cost more than the open itself.
+    int const fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    HG_EXPECTS(fd >= 0, error_kind::input, path + ": cannot open for reading");
+    ::close(fd);
   }
   if (requested != input_format::automatic) { return requested; }
   auto const ext = lower_extension(path);
