@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <utility>
 
 namespace heightgrid {
 namespace {
@@ -54,13 +55,28 @@ struct coords {
 constexpr std::uint32_t outside_key = cell_outside;
 constexpr std::uint32_t skip_key = cell_skipped;
 
-template <coord_encoding E, bool Counted>
-batch_binning add_points(grid_band const& band, accumulator_view const& acc, point_batch const& b)
+/// The requested bands of `r` sized to `cells` (left for the caller to fill) and their pointers.
+band_pointers sized_bands(cell_results& r, metric_request const& request, std::size_t cells)
 {
+  auto const band = [&](bool wanted, auto& v) {
+    if (wanted) { v.resize(cells); }
+    return wanted ? v.data() : nullptr;
+  };
+  return {band(request.min, r.min),     band(request.max, r.max),   band(request.range, r.range),
+          band(request.count, r.count), band(request.mean, r.mean), band(request.stddev, r.stddev)};
+}
+
+/// Folds every point of `b` into the cells of `band` through `target`, which gives a point's two
+/// keys (`keys(i)`: both merged with max), prefetches a cell's accumulators (`prefetch(cell)`) and
+/// merges a run of points into a cell (`flush(cell, lo, hi, n)`).
+template <class Target>
+batch_binning fold_runs(grid_band const& band, point_batch const& b, Target& target)
+{
+  using key = typename Target::key;
   batch_binning r;
   // Cells are computed a block ahead and their accumulators prefetched: a batch of a cloud that is
-  // not in scan order touches a random cell per point, and three cache misses a point (lo, hi,
-  // count) would otherwise bound the loop.
+  // not in scan order touches a random cell per point, and its cache misses would otherwise bound
+  // the loop.
   constexpr std::size_t block = 256;
   constexpr std::size_t distance = 16;
   // This block's cells and the next's, so that the prefetch runs across the blocks' boundary.
@@ -69,15 +85,11 @@ batch_binning add_points(grid_band const& band, accumulator_view const& acc, poi
   // A run of consecutive points in one cell (LAS files are in scan order, so a run is typical) is
   // combined in registers and hits the shared cell with one set of atomics.
   std::uint32_t run = outside_key;
-  std::uint64_t run_lo = 0, run_hi = 0;
+  key run_lo = 0, run_hi = 0;
   std::uint32_t run_n = 0;
   auto const flush = [&] {
     if (run_n == 0) { return; }
-    atomic_max(&acc.lo_of(run), run_lo);
-    atomic_max(&acc.hi_of(run), run_hi);
-    // A locked add a point costs more than both maxima (which rarely write): a grid of extremes
-    // alone keeps no count (host_grid's constructor).
-    if constexpr (Counted) { __atomic_fetch_add(acc.count + run, run_n, __ATOMIC_RELAXED); }
+    target.flush(run, run_lo, run_hi, run_n);
     r.binned += run_n;
   };
   band_cells(band, b, 0, std::min(block, b.size), cells.data(), code);
@@ -87,19 +99,13 @@ batch_binning add_points(grid_band const& band, accumulator_view const& acc, poi
     if (next > 0) { band_cells(band, b, first + n, next, cells.data() + n, code); }
     std::size_t const ahead_end = n + next;
     for (std::size_t k = 0; k < n; ++k) {
-      if (k + distance < ahead_end && cells[k + distance] < skip_key) {
-        std::uint32_t const ahead = cells[k + distance];
-        __builtin_prefetch(&acc.lo_of(ahead), 1);  // hi shares its line (host_grid's layout)
-        if constexpr (Counted) { __builtin_prefetch(acc.count + ahead, 1); }
-      }
+      if (k + distance < ahead_end && cells[k + distance] < skip_key) { target.prefetch(cells[k + distance]); }
       std::uint32_t const c = cells[k];
       if (c >= skip_key) {
         r.outside += c == outside_key;
         continue;
       }
-      double const z = coords<E>::z(b, first + k);
-      std::uint64_t const lo = lo_key(z);
-      std::uint64_t const hi = hi_key(z);
+      auto const [lo, hi] = target.keys(first + k);
       if (c == run) {
         run_lo = lo > run_lo ? lo : run_lo;
         run_hi = hi > run_hi ? hi : run_hi;
@@ -119,16 +125,43 @@ batch_binning add_points(grid_band const& band, accumulator_view const& acc, poi
   return r;
 }
 
+/// fold_runs into {lo, hi} pairs of double keys (and counts, when kept).
+template <coord_encoding E, bool Counted>
+struct pair_target {
+  using key = std::uint64_t;
+  accumulator_view const& acc;
+  point_batch const& b;
+
+  void prefetch(std::uint32_t c) const noexcept
+  {
+    __builtin_prefetch(&acc.lo_of(c), 1);  // hi shares its line (host_grid's layout)
+    if constexpr (Counted) { __builtin_prefetch(acc.count + c, 1); }
+  }
+  [[nodiscard]] std::pair<key, key> keys(std::size_t i) const noexcept
+  {
+    double const z = coords<E>::z(b, i);
+    return {lo_key(z), hi_key(z)};
+  }
+  void flush(std::uint32_t c, key lo, key hi, std::uint32_t n) const noexcept
+  {
+    atomic_max(&acc.lo_of(c), lo);
+    atomic_max(&acc.hi_of(c), hi);
+    // A locked add a point costs more than both maxima (which rarely write): a grid of extremes
+    // alone keeps no count (host_grid's constructor).
+    if constexpr (Counted) { __atomic_fetch_add(acc.count + c, n, __ATOMIC_RELAXED); }
+  }
+};
+
+template <coord_encoding E, bool Counted>
+batch_binning add_points(grid_band const& band, accumulator_view const& acc, point_batch const& b)
+{
+  pair_target<E, Counted> target{acc, b};
+  return fold_runs(band, b, target);
+}
+
 /// The 32-bit key of a stored integer: unsigned order = signed order.
 inline std::uint32_t int_key(std::int32_t v) noexcept { return static_cast<std::uint32_t>(v) ^ 0x80000000U; }
 inline std::int32_t int_of_key(std::uint32_t k) noexcept { return static_cast<std::int32_t>(k ^ 0x80000000U); }
-
-/// A cell's word: the highest key in the upper half, the complement of the lowest key in the lower,
-/// both merged with max() (0 is an empty cell: a cell with a point has lo <= hi, so not both 0).
-inline std::uint64_t word_of(std::uint32_t lo_key, std::uint32_t hi_key) noexcept
-{
-  return (std::uint64_t{hi_key} << 32) | static_cast<std::uint32_t>(~lo_key);
-}
 
 inline void atomic_merge_word(std::uint64_t* p, std::uint64_t w) noexcept
 {
@@ -143,54 +176,30 @@ inline void atomic_merge_word(std::uint64_t* p, std::uint64_t w) noexcept
   }
 }
 
-/// add_points for a grid of integer words (scaled_int32 batches whose z rule is the words').
+/// fold_runs into the integer words (scaled_int32 batches whose z rule is the words'): a cell's
+/// word holds the highest key in the upper half and the complement of the lowest in the lower, both
+/// merged with max (0 is an empty cell: a cell with a point has lo <= hi, so not both halves 0).
+struct word_target {
+  using key = std::uint32_t;
+  std::uint64_t* words;
+  std::int32_t const* zi;
+
+  void prefetch(std::uint32_t c) const noexcept { __builtin_prefetch(words + c, 1); }
+  [[nodiscard]] std::pair<key, key> keys(std::size_t i) const noexcept
+  {
+    std::uint32_t const k = int_key(zi[i]);
+    return {~k, k};
+  }
+  void flush(std::uint32_t c, key lo, key hi, std::uint32_t) const noexcept
+  {
+    atomic_merge_word(words + c, (std::uint64_t{hi} << 32) | lo);
+  }
+};
+
 batch_binning add_points_words(grid_band const& band, std::uint64_t* words, point_batch const& b)
 {
-  batch_binning r;
-  constexpr std::size_t block = 256;
-  constexpr std::size_t distance = 16;
-  std::array<std::uint32_t, 2 * block> cells;
-  cell_code const code = best_cell_code();
-  std::int32_t const* const zi = b.zi();
-  std::uint32_t run = outside_key;
-  std::uint32_t run_lo = 0, run_hi = 0;
-  std::uint32_t run_n = 0;
-  auto const flush = [&] {
-    if (run_n == 0) { return; }
-    atomic_merge_word(words + run, word_of(run_lo, run_hi));
-    r.binned += run_n;
-  };
-  band_cells(band, b, 0, std::min(block, b.size), cells.data(), code);
-  for (std::size_t first = 0; first < b.size; first += block) {
-    std::size_t const n = std::min(block, b.size - first);
-    std::size_t const next = first + n < b.size ? std::min(block, b.size - first - n) : 0;
-    if (next > 0) { band_cells(band, b, first + n, next, cells.data() + n, code); }
-    std::size_t const ahead_end = n + next;
-    for (std::size_t k = 0; k < n; ++k) {
-      if (k + distance < ahead_end && cells[k + distance] < skip_key) { __builtin_prefetch(words + cells[k + distance], 1); }
-      std::uint32_t const c = cells[k];
-      if (c >= skip_key) {
-        r.outside += c == outside_key;
-        continue;
-      }
-      std::uint32_t const key = int_key(zi[first + k]);
-      if (c == run) {
-        run_lo = key < run_lo ? key : run_lo;
-        run_hi = key > run_hi ? key : run_hi;
-        ++run_n;
-      } else {
-        flush();
-        run = c;
-        run_lo = key;
-        run_hi = key;
-        run_n = 1;
-      }
-    }
-    std::copy(cells.begin() + static_cast<std::ptrdiff_t>(n), cells.begin() + static_cast<std::ptrdiff_t>(ahead_end),
-              cells.begin());
-  }
-  flush();
-  return r;
+  word_target target{words, b.zi()};
+  return fold_runs(band, b, target);
 }
 
 /// Stable LSD radix sort of `order` (point indices) by keys, 8 bits a pass; passes in which every
@@ -502,14 +511,8 @@ cell_results host_grid::finalize_rows(std::uint32_t row0, std::uint32_t rows, st
 cell_results host_grid::finalize_words(std::uint32_t row0, std::uint32_t rows, std::uint32_t cols,
                                        metric_request const& request, float nodata, window_counts* counts) const
 {
-  std::size_t const cells = std::size_t{rows} * cols;
   cell_results r;
-  auto const band = [&](bool wanted, auto& v) {
-    if (wanted) { v.resize(cells); }
-    return wanted ? v.data() : nullptr;
-  };
-  band_pointers const out{band(request.min, r.min),     band(request.max, r.max), band(request.range, r.range),
-                          band(request.count, r.count), nullptr,                  nullptr};
+  band_pointers const out = sized_bands(r, request, std::size_t{rows} * cols);
   bool const pairs = pairs_used_.load(std::memory_order_relaxed);
   std::uint64_t const first = std::uint64_t{row0} * band_.grid.cols;
   auto const nrows = static_cast<std::int64_t>(rows);
@@ -564,14 +567,8 @@ cell_results finalize_window(accumulator_view const& acc, std::uint64_t first_ce
                              std::uint32_t rows, std::uint32_t cols, metric_request const& request, float nodata,
                              window_counts* counts)
 {
-  std::size_t const cells = std::size_t{rows} * cols;
   cell_results r;
-  auto const band = [&](bool wanted, auto& v) {
-    if (wanted) { v.resize(cells); }
-    return wanted ? v.data() : nullptr;
-  };
-  band_pointers const out{band(request.min, r.min),   band(request.max, r.max),   band(request.range, r.range),
-                          band(request.count, r.count), band(request.mean, r.mean), band(request.stddev, r.stddev)};
+  band_pointers const out = sized_bands(r, request, std::size_t{rows} * cols);
   auto const nrows = static_cast<std::int64_t>(rows);
   std::uint64_t total = 0, non_empty = 0;
   std::uint32_t largest = 0;
