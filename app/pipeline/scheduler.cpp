@@ -166,6 +166,9 @@ class scheduler {
     sink_.deliver(w, ticket, batch);
     times.sink += seconds_since(t);
     if (options_.ordered) { advance_turn(ticket, r.last); }
+    t = clock_type::now();
+    sink_.after_turn(w, stopping_);
+    times.sink += seconds_since(t);
   }
 
   std::optional<part_ticket> claim()

@@ -49,6 +49,10 @@ class part_sink {
   /// After process(); in (source, part) order when the scheduler runs ordered, else in any order.
   /// Ownership of the batch memory passes here: the sink recycles it (now or when a copy is done).
   virtual void deliver(unsigned worker, part_ticket const& ticket, point_batch& batch) = 0;
+  /// Right after deliver() and, when ordered, after the turn has passed to the next part: work that
+  /// keeps this part's place in the order but may overlap the next parts' deliveries. Must return
+  /// promptly once `stopping` is set.
+  virtual void after_turn(unsigned /*worker*/, std::atomic<bool> const& /*stopping*/) {}
   /// A batch acquired but not read into (no part was left, or the job stops).
   virtual void give_back(unsigned worker, point_batch& batch) = 0;
   /// Called by each worker once no part is left for it (not when the job stops): work the sink

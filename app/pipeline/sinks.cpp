@@ -2,7 +2,9 @@
 
 #include "heightgrid/core/error.hpp"
 
+#include <algorithm>
 #include <cstdlib>
+#include <thread>
 
 namespace heightgrid::app {
 
@@ -92,10 +94,52 @@ void grid_sink::deliver(unsigned worker, part_ticket const&, point_batch& batch)
     upload_or_bin(worker, batch);
     return;
   }
-  if (w.partials_pending) {
-    host_.load()->merge(w.partials);
-    w.partials_pending = false;
+  if (w.partials_pending) { queue_merge(worker); }
+}
+
+void grid_sink::queue_merge(unsigned worker)
+{
+  auto& w = workers_[worker];
+  w.merge_seq = next_merge_seq_++;
+  w.merge_pending = true;
+  w.partials_pending = false;
+}
+
+void grid_sink::after_turn(unsigned worker, std::atomic<bool> const& stopping)
+{
+  auto& w = workers_[worker];
+  if (!w.merge_pending) { return; }
+  host_grid* host = host_.load();
+  std::uint64_t const cells = host->band().cells();
+  auto const& partial_cells = w.partials.cells;  // increasing
+  std::size_t begin = 0;
+  for (std::size_t lane = 0; lane < merge_lanes; ++lane) {
+    std::uint64_t const lane_end = cells / merge_lanes * (lane + 1) + (lane + 1 == merge_lanes ? cells % merge_lanes : 0);
+    auto const end = static_cast<std::size_t>(
+      std::lower_bound(partial_cells.begin() + static_cast<std::ptrdiff_t>(begin), partial_cells.end(), lane_end) -
+      partial_cells.begin());
+    // The batch before this one leaves the lane, then this one merges its cells there. A short
+    // spin (the lane is usually free or about to be), then sleep: a worker must not burn the core
+    // its predecessor needs on a machine with fewer cores than workers.
+    merge_lane& l = lanes_[lane];
+    bool ready = false;
+    for (unsigned spins = 0; spins < 256 && !ready; ++spins) {
+      ready = l.next.load(std::memory_order_acquire) == w.merge_seq;
+    }
+    if (!ready) {
+      std::unique_lock<std::mutex> lock(l.mutex);
+      l.changed.wait(lock, [&] { return l.next.load(std::memory_order_acquire) == w.merge_seq || stopping.load(); });
+      if (stopping.load()) { return; }
+    }
+    host->merge(w.partials, begin, end);
+    {
+      std::lock_guard<std::mutex> lock(l.mutex);
+      l.next.store(w.merge_seq + 1, std::memory_order_release);
+    }
+    l.changed.notify_all();
+    begin = end;
   }
+  w.merge_pending = false;
 }
 
 void grid_sink::upload_or_bin(unsigned worker, point_batch& batch)
@@ -122,10 +166,7 @@ void grid_sink::upload_or_bin(unsigned worker, point_batch& batch)
   // The GPU did not start: bin the batch on the CPU (in order, when called from deliver()).
   try {
     bin_on_cpu(worker, batch);
-    if (w.partials_pending) {
-      host_.load()->merge(w.partials);
-      w.partials_pending = false;
-    }
+    if (w.partials_pending) { queue_merge(worker); }
   } catch (...) {
     recycle();
     throw;
@@ -159,6 +200,11 @@ void grid_sink::give_back(unsigned, point_batch& batch)
 void grid_sink::stop()
 {
   if (gpu_ != nullptr) { gpu_->stop(); }
+  // Workers waiting for their turn in a merge lane see `stopping` (set before stop() is called).
+  for (auto& l : lanes_) {
+    { std::lock_guard<std::mutex> lock(l.mutex); }
+    l.changed.notify_all();
+  }
 }
 
 host_grid* grid_sink::fallback_host()

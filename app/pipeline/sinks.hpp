@@ -10,6 +10,9 @@
 #include "heightgrid/core/host_grid.hpp"
 #include "heightgrid/core/point_chunk.hpp"
 
+#include <array>
+#include <atomic>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -62,6 +65,8 @@ class grid_sink final : public part_sink {
   point_batch acquire(unsigned worker, std::atomic<bool> const& stopping) override;
   void process(unsigned worker, point_batch& batch) override;
   void deliver(unsigned worker, part_ticket const& ticket, point_batch& batch) override;
+  /// Merges the worker's delivered partials lane by lane (ordered jobs with sums).
+  void after_turn(unsigned worker, std::atomic<bool> const& stopping) override;
   void give_back(unsigned worker, point_batch& batch) override;
   void finish(unsigned worker, std::atomic<bool> const& stopping) override;
   void stop() override;
@@ -84,13 +89,31 @@ class grid_sink final : public part_sink {
   [[nodiscard]] bool gpu_memory(point_batch const& batch) const;
   host_grid* fallback_host();
 
+  /// Takes the worker's reduced batch's place in the merge order (called in order, under the turn).
+  void queue_merge(unsigned worker);
+
   struct per_worker {
     batch_partials partials;
     batch_binning binning;
     std::uint64_t cpu_batches{0};
     std::uint64_t gpu_batches{0};
-    bool partials_pending{false};
+    bool partials_pending{false};  ///< reduced, not yet in the merge order
+    bool merge_pending{false};     ///< in the merge order (merge_seq), not yet merged
+    std::uint64_t merge_seq{0};
   };
+
+  // Sums must be merged in batch order for reproducible results, but a cell's order is all that
+  // matters: the band's cells are cut into lanes, and the batches go through the lanes one after
+  // the other, so that up to merge_lanes batches merge at once (batch k in lane j while batch k + 1
+  // is in lane j - 1). lane_next_[j] is the sequence number of the batch whose turn it is in lane j.
+  static constexpr std::size_t merge_lanes = 16;
+  std::uint64_t next_merge_seq_{0};  ///< only touched in deliver(), which runs in order
+  struct merge_lane {
+    std::atomic<std::uint64_t> next{0};
+    std::mutex mutex;
+    std::condition_variable changed;
+  };
+  std::array<merge_lane, merge_lanes> lanes_;
 
   bin_route route_;
   worker_buffers buffers_;

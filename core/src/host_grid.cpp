@@ -443,14 +443,16 @@ void host_grid::reduce_batch(point_batch const& batch, batch_partials& out) cons
   }
 }
 
-void host_grid::merge(batch_partials const& p)
+void host_grid::merge(batch_partials const& p) { merge(p, 0, p.cells.size()); }
+
+void host_grid::merge(batch_partials const& p, std::size_t begin, std::size_t end)
 {
   bool const sums = acc_.sum != nullptr;
   // Merges run one at a time (in batch order), so their cache misses are the job's bound: a batch's
   // cells are increasing but far apart, each a line of the pairs, the sums, m2 and the counts.
   constexpr std::size_t distance = 16;
-  for (std::size_t k = 0; k < p.cells.size(); ++k) {
-    if (k + distance < p.cells.size()) {
+  for (std::size_t k = begin; k < end; ++k) {
+    if (k + distance < end) {
       std::uint64_t const a = p.cells[k + distance];
       __builtin_prefetch(&acc_.lo_of(a), 1);
       __builtin_prefetch(acc_.count + a, 1);

@@ -97,6 +97,8 @@ class host_grid {
   /// Merges partials into the grid. Not thread-safe: the caller serialises merges (and orders them,
   /// if the mean and stddev are to be reproducible).
   void merge(batch_partials const& partials);
+  /// Merges partials [begin, end) alone; merges of disjoint cells may run at once.
+  void merge(batch_partials const& partials, std::size_t begin, std::size_t end);
 
   /// Merges this grid's cells [first, first + window.cells) into `window` (accumulators of the same
   /// cells from elsewhere, e.g. downloaded from the GPU): min, max and count only (sums from two
