@@ -46,10 +46,11 @@ struct auto_device_policy {
   /// any measured: 10^10 points.
   static constexpr std::uint64_t gpu_min_points = 10'000'000'000;
   /// Mean/stddev cannot be shared between the CPU and the GPU (the merge order would depend on
-  /// timing), so such jobs pick one. The CPU sorts every batch by cell and merges the batches one at
-  /// a time: measured on a lent H100 host with 16 cores, LAS with --metrics mean, CPU / GPU: 10^7
-  /// points 0.18 / 0.45 s, 3 * 10^7 0.46 / 0.56 s, 10^8 1.95 / 0.74 s; the lines cross near 3.5 * 10^7.
-  static constexpr std::uint64_t sums_gpu_min_points = 35'000'000;
+  /// timing), so such jobs pick one. The CPU sorts every batch by cell and merges the batches lane
+  /// by lane (grid_sink): measured on a lent H100 host with 16 cores (docs/benchmarks.md, run U),
+  /// LAS with --metrics mean, CPU / GPU: 3 * 10^7 points 0.24 / 0.50 s, 10^8 0.51 / 0.63 s, 2 * 10^8
+  /// 1.17 / 0.88 s; the lines cross near 1.3 * 10^8.
+  static constexpr std::uint64_t sums_gpu_min_points = 130'000'000;
   /// Percentiles sort every cell: the CPU's sorts cost more than the GPU's start from here. Measured
   /// on an H200 host with 16 cores (docs/benchmarks.md, "Percentiles"): p5,median,p95,prange of a
   /// LAS of 10^7 points CPU 0.34 s / GPU 0.54 s, 3 * 10^7 CPU 0.81 s / GPU 0.74 s.
