@@ -61,10 +61,14 @@ void pack_point14(point14_fields const& p, std::uint8_t* r)
   store_u32(r + o::y, static_cast<std::uint32_t>(p.y));
   store_u32(r + o::z, static_cast<std::uint32_t>(p.z));
   store_u16(r + o::intensity, p.intensity);
-  r[o::returns] = static_cast<std::uint8_t>(p.return_number | (p.number_of_returns << 4));
-  r[o::flags] = static_cast<std::uint8_t>((p.flags & 0x0F) | (p.channel << 4) | ((p.flags & 0x30) << 2));
-  r[o::classification] = p.classification;
-  r[o::user_data] = p.user_data;
+  // Returns, flags, classification and user data: four adjacent bytes, one store.
+  static_assert(o::flags == o::returns + 1 && o::classification == o::returns + 2 &&
+                o::user_data == o::returns + 3);
+  unsigned const returns = p.return_number | (p.number_of_returns << 4);
+  unsigned const flags = (p.flags & 0x0Fu) | (unsigned{p.channel} << 4) | ((p.flags & 0x30u) << 2);
+  store_u32(r + o::returns, static_cast<std::uint32_t>((returns & 0xFFu) | ((flags & 0xFFu) << 8) |
+                                                       (unsigned{p.classification} << 16) |
+                                                       (unsigned{p.user_data} << 24)));
   store_u16(r + o::scan_angle, p.scan_angle);
   store_u16(r + o::point_source, p.point_source);
   store_u64(r + o::gps_time, p.gps_time);

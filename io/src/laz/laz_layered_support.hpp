@@ -16,6 +16,10 @@
 #include <utility>
 #include <vector>
 
+#if !defined(__BYTE_ORDER__) || __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__
+#error "the LAZ decoders store fields with memcpy and assume a little-endian host"
+#endif
+
 namespace heightgrid::io::laz {
 namespace {
 
@@ -46,20 +50,11 @@ std::uint64_t load_u64(std::uint8_t const* p)
 {
   return std::uint64_t{load_u32(p)} | (std::uint64_t{load_u32(p + 4)} << 32);
 }
-void store_u16(std::uint8_t* p, std::uint16_t v)
-{
-  p[0] = static_cast<std::uint8_t>(v);
-  p[1] = static_cast<std::uint8_t>(v >> 8);
-}
-void store_u32(std::uint8_t* p, std::uint32_t v)
-{
-  for (int i = 0; i < 4; ++i) { p[i] = static_cast<std::uint8_t>(v >> (8 * i)); }
-}
-void store_u64(std::uint8_t* p, std::uint64_t v)
-{
-  store_u32(p, static_cast<std::uint32_t>(v));
-  store_u32(p + 4, static_cast<std::uint32_t>(v >> 32));
-}
+// Stores run once per field of every decoded point; on the little-endian hosts heightgrid supports
+// (las_layout.hpp) a memcpy is one store, where GCC kept the byte-wise form as separate stores.
+void store_u16(std::uint8_t* p, std::uint16_t v) { std::memcpy(p, &v, sizeof v); }
+void store_u32(std::uint8_t* p, std::uint32_t v) { std::memcpy(p, &v, sizeof v); }
+void store_u64(std::uint8_t* p, std::uint64_t v) { std::memcpy(p, &v, sizeof v); }
 
 /// Two's-complement addition without signed overflow (the format wraps around).
 std::int32_t wrap_add(std::int32_t a, std::int32_t b)
