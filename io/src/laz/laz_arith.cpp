@@ -22,7 +22,8 @@ symbol_model::symbol_model(std::uint32_t symbols) : symbols_(symbols), last_symb
     table_size_ = 1u << table_bits;
     table_shift_ = detail::symbol_length_shift - table_bits;
   }
-  storage_.assign(2 * std::size_t{symbols} + (table_size_ ? table_size_ + 2 : 0), 0);
+  counts_offset_ = symbols + (table_size_ ? table_size_ + 2 : 0);
+  storage_.assign(std::size_t{counts_offset_} + symbols, 0);
   reset();
 }
 

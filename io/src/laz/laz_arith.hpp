@@ -92,12 +92,11 @@ class symbol_model {
   // their total stays below 2^15 + 8 * (2048 + 6) between two updates.
   std::uint16_t* distribution() { return storage_.data(); }
   std::uint16_t* table() { return storage_.data() + symbols_; }
-  std::uint16_t* counts() {
-    return storage_.data() + symbols_ + (table_size_ ? table_size_ + 2 : 0);
-  }
+  std::uint16_t* counts() { return storage_.data() + counts_offset_; }
 
   std::vector<std::uint16_t> storage_;
   std::uint32_t symbols_;
+  std::uint32_t counts_offset_ = 0;  // where counts() starts in storage_, set with the table size
   std::uint32_t last_symbol_;
   std::uint32_t table_size_ = 0;   // 0: no lookup table, binary search over all symbols
   std::uint32_t table_shift_ = 0;
