@@ -271,9 +271,13 @@ class integer_decompressor {
     std::uint32_t const real =
         static_cast<std::uint32_t>(pred) + static_cast<std::uint32_t>(read_corrector(dec, context));
     std::int32_t result = static_cast<std::int32_t>(real);
+    // 32-bit values (X, Y, Z steps) wrap in 32-bit arithmetic: nothing to fold. Testing that
+    // first keeps the data-dependent sign test below off their path (a compressor's range is
+    // fixed, so this branch is predicted).
+    if (corr_range_ == 0) return result;
     if (result < 0) {
       result = static_cast<std::int32_t>(real + corr_range_);
-    } else if (real >= corr_range_ && corr_range_ != 0) {
+    } else if (real >= corr_range_) {
       result = static_cast<std::int32_t>(real - corr_range_);
     }
     return result;
