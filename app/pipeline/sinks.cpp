@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <cstdlib>
-#include <thread>
 
 namespace heightgrid::app {
 

@@ -105,7 +105,7 @@ class grid_sink final : public part_sink {
   // Sums must be merged in batch order for reproducible results, but a cell's order is all that
   // matters: the band's cells are cut into lanes, and the batches go through the lanes one after
   // the other, so that up to merge_lanes batches merge at once (batch k in lane j while batch k + 1
-  // is in lane j - 1). lane_next_[j] is the sequence number of the batch whose turn it is in lane j.
+  // is in lane j - 1). lanes_[j].next is the sequence number of the batch whose turn it is in lane j.
   static constexpr std::size_t merge_lanes = 16;
   std::uint64_t next_merge_seq_{0};  ///< only touched in deliver(), which runs in order
   struct merge_lane {
