@@ -105,10 +105,11 @@ inline double z_at(cloud const& c, std::size_t i) noexcept
   return scaled_coords::apply(c.z[i], c.t.scale[2], c.t.offset[2]);
 }
 
-/// The layouts: Update(cell, lo, hi) folds one point; Prefetch(cell) touches its lines.
-template <class Prefetch, class Update>
-void fold(grid_spec const& g, cloud const& c, std::size_t first, std::size_t n, std::size_t distance, Prefetch&& pf,
-          Update&& up)
+/// Visit(cell, i) for every point i of [first, first + n) in a cell, the cells computed a block
+/// ahead and Prefetch(cell) called `distance` points before each visit.
+template <class Prefetch, class Visit>
+void fold_points(grid_spec const& g, cloud const& c, std::size_t first, std::size_t n, std::size_t distance,
+                 Prefetch&& pf, Visit&& visit)
 {
   constexpr std::size_t block = 256;
   std::uint32_t cells[block];
@@ -119,10 +120,20 @@ void fold(grid_spec const& g, cloud const& c, std::size_t first, std::size_t n, 
       if (k + distance < m && cells[k + distance] != 0xffffffffU) { pf(cells[k + distance]); }
       std::uint32_t const cell = cells[k];
       if (cell == 0xffffffffU) { continue; }
-      double const z = z_at(c, first + b0 + k);
-      up(cell, lo_key(z), hi_key(z));
+      visit(cell, first + b0 + k);
     }
   }
+}
+
+/// The layouts: Update(cell, lo, hi) folds one point's double keys; Prefetch(cell) touches its lines.
+template <class Prefetch, class Update>
+void fold(grid_spec const& g, cloud const& c, std::size_t first, std::size_t n, std::size_t distance, Prefetch&& pf,
+          Update&& up)
+{
+  fold_points(g, c, first, n, distance, pf, [&](std::uint32_t cell, std::size_t i) {
+    double const z = z_at(c, i);
+    up(cell, lo_key(z), hi_key(z));
+  });
 }
 
 struct result {
@@ -328,16 +339,10 @@ int main(int argc, char** argv)
       // footprint; the same cell arithmetic and prefetch (fold's).
       auto* w = static_cast<std::uint64_t*>(map_zeroed(cells * 8));
       double const s = timed(c, threads, [&](std::size_t first, std::size_t n) {
-        constexpr std::size_t block = 256;
-        std::uint32_t cl[block];
-        for (std::size_t b0 = 0; b0 < n; b0 += block) {
-          std::size_t const m = std::min(block, n - b0);
-          for (std::size_t k = 0; k < m; ++k) { cl[k] = cell_at(g, c, first + b0 + k); }
-          for (std::size_t k = 0; k < m; ++k) {
-            if (k + o.distance < m && cl[k + o.distance] != 0xffffffffU) { __builtin_prefetch(w + cl[k + o.distance], 1); }
-            std::uint32_t const cell = cl[k];
-            if (cell == 0xffffffffU) { continue; }
-            std::uint32_t const key = static_cast<std::uint32_t>(c.z[first + b0 + k]) ^ 0x80000000U;
+        fold_points(
+          g, c, first, n, o.distance, [&](std::uint32_t cell) { __builtin_prefetch(w + cell, 1); },
+          [&](std::uint32_t cell, std::size_t i) {
+            std::uint32_t const key = static_cast<std::uint32_t>(c.z[i]) ^ 0x80000000U;
             std::uint64_t* p = w + cell;
             std::uint64_t cur = __atomic_load_n(p, __ATOMIC_RELAXED);
             for (;;) {
@@ -346,11 +351,10 @@ int main(int argc, char** argv)
               std::uint64_t const next = (std::uint64_t{hi} << 32) | lo;
               if (next == cur ||
                   __atomic_compare_exchange_n(p, &cur, next, true, __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
-                break;
+                return;
               }
             }
-          }
-        }
+          });
       });
       std::uint64_t chk = 0;
       for (std::uint64_t i = 0; i < cells; ++i) { chk += w[i] != 0; }
