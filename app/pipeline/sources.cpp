@@ -158,7 +158,7 @@ opened_sources open_sources(input_selection const& in, std::vector<std::string> 
   // docs/benchmarks.md: a cost that grows with the threads, not yet found).
   constexpr std::size_t inputs_per_thread = 1000;
   std::size_t const wanted = (out.paths.size() + inputs_per_thread - 1) / inputs_per_thread;
-  unsigned const n = std::max(1u, std::min<unsigned>(threads, static_cast<unsigned>(std::min<std::size_t>(wanted, 1u << 16))));
+  auto const n = static_cast<unsigned>(std::max<std::size_t>(1, std::min<std::size_t>(threads, wanted)));
   std::vector<std::thread> pool;
   for (unsigned t = 1; t < n; ++t) { pool.emplace_back(work); }
   work();

@@ -508,11 +508,10 @@ class raster_writer::impl {
   }
 
   /// One band: each block of the block row (`rows` rows of grid_.cols samples at `samples`) goes
-  /// to GDAL whole with WriteBlock, which hands it to
-  /// the compression threads without GDAL's block cache (RasterIO copied the row into cached blocks,
-  /// each first filled with nodata, and flushed them: two more passes over the samples on this
-  /// thread). The part of an edge block outside the raster holds zeros, as the cached blocks did
-  /// (GDAL 3.6 allocates a new block zeroed), so the file is the same byte for byte.
+  /// to GDAL whole with WriteBlock, which hands it to the compression threads without GDAL's block
+  /// cache (RasterIO copied the row into cached blocks, each new one zeroed first, and flushed them:
+  /// two more passes over the samples on this thread). The part of an edge block outside the raster
+  /// holds zeros, as the cached blocks did, so the file is the same byte for byte.
   template <typename T>
   void write_blocks(std::size_t row0, std::size_t rows, T const* samples)
   {
