@@ -388,12 +388,8 @@ void host_grid::prefault(bool integers)
   bool const words = integers && words_ != nullptr;
   auto* const base = static_cast<unsigned char*>(words ? static_cast<void*>(words_) : memory_);
   std::size_t const bytes = words ? words_bytes_ : bytes_;
-  if (base == nullptr) { return; }
-  constexpr std::size_t page = 4096;
-  auto const pages = static_cast<std::int64_t>((bytes + page - 1) / page);
-  // A write of the zero the page already holds: no state changes, the page is mapped writable.
-#pragma omp parallel for schedule(static)
-  for (std::int64_t k = 0; k < pages; ++k) { __atomic_store_n(base + static_cast<std::size_t>(k) * page, 0, __ATOMIC_RELAXED); }
+  // Fresh anonymous pages hold zeros: storing a zero changes nothing but maps them writable.
+  touch_pages(base, bytes);
 }
 
 bool host_grid::z_rule_of_words(scaled_coords const& t)

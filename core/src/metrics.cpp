@@ -14,6 +14,23 @@
 
 namespace heightgrid {
 
+void touch_pages(void* data, std::size_t bytes) noexcept
+{
+  if (data == nullptr || bytes == 0) { return; }
+  constexpr std::size_t page = 4096;
+  auto* const base = static_cast<unsigned char*>(data);
+  // From the first page boundary inside the range (the bytes before it share a page with
+  // memory the range does not own), plus the first byte.
+  auto const first = static_cast<std::size_t>((page - reinterpret_cast<std::uintptr_t>(base) % page) % page);
+  __atomic_store_n(base, static_cast<unsigned char>(0), __ATOMIC_RELAXED);
+  auto const pages = static_cast<std::int64_t>(first < bytes ? (bytes - first + page - 1) / page : 0);
+#pragma omp parallel for schedule(static)
+  for (std::int64_t k = 0; k < pages; ++k) {
+    __atomic_store_n(base + first + static_cast<std::size_t>(k) * page, static_cast<unsigned char>(0), __ATOMIC_RELAXED);
+  }
+}
+
+
 namespace {
 
 struct metric_row {

@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <array>
 #include <exception>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -90,6 +91,21 @@ struct gpu_binner::impl {
   gpu_binner_times totals;
 
   std::vector<void*> registered;
+
+  /// Pinned buffers the downloads pass through, kept from one window to the next (pinning tens
+  /// of MiB takes milliseconds); made for the largest copy asked for so far, up to one chunk.
+  std::unique_ptr<detail::pinned_staging> staging;
+  std::size_t staging_for{0};
+  detail::pinned_staging& download_staging(std::size_t bytes)
+  {
+    std::size_t const want = std::min(bytes, detail::pinned_staging::default_chunk_bytes);
+    if (!staging || want > staging_for) {
+      staging.reset();
+      staging = std::make_unique<detail::pinned_staging>(want);
+      staging_for = want;
+    }
+    return *staging;
+  }
 
   // Order statistics: the band's points kept as (cell, ordered z), appended by every batch.
   std::uint64_t order_capacity{0};  ///< points the store may reach (options, clamped to free memory)
@@ -480,10 +496,13 @@ cell_results gpu_binner::finalize_rows(std::uint32_t row0, std::uint32_t rows, s
     HG_CUDA_CHECK_LAUNCH();
   }
   cell_results r;
-  detail::pinned_staging staging(cells * sizeof(float));
+  detail::pinned_staging& staging = s.download_staging(cells * sizeof(float));
   auto const download = [&](auto& host, auto const& device) {
     if (device.empty()) { return; }
     host.resize(cells);
+    // The column is fresh memory: its pages are mapped by the team, not faulted in one by one
+    // by the copy below.
+    touch_pages(host.data(), device.bytes());
     staging.to_host(host.data(), device.data(), device.bytes(), st);
   };
   download(r.min, min);
@@ -497,6 +516,7 @@ cell_results gpu_binner::finalize_rows(std::uint32_t row0, std::uint32_t rows, s
     s.finalize_order(request, nodata);
     size_order_columns(r, request, cells);
     auto const copy_column = [&](std::size_t k, column<float>& host) {
+      touch_pages(host.data(), host.size() * sizeof(float));
       // Rows of `cols` cells out of the band's rows of band.grid.cols.
       float const* from = s.order_bands.data() + k * s.band.cells() + std::uint64_t{row0} * s.band.grid.cols;
       if (cells > 0) {
@@ -522,7 +542,7 @@ void gpu_binner::download_extremes(std::uint32_t row0, std::uint32_t rows, std::
           "gpu_binner::download_extremes: window outside the band");
   std::uint64_t const first = std::uint64_t{row0} * s.band.grid.cols;
   std::uint64_t const cells = std::uint64_t{rows} * s.band.grid.cols;
-  detail::pinned_staging staging(cells * sizeof(std::uint64_t));
+  detail::pinned_staging& staging = s.download_staging(cells * sizeof(std::uint64_t));
   staging.to_host(lo, s.lo.data() + first, cells * sizeof(std::uint64_t), s.compute);
   staging.to_host(hi, s.hi.data() + first, cells * sizeof(std::uint64_t), s.compute);
   staging.to_host(count, s.count.data() + first, cells * sizeof(std::uint32_t), s.compute);

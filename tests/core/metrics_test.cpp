@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <cmath>
 #include <numeric>
@@ -133,6 +134,33 @@ TEST(Metrics, ParseList)
   EXPECT_THROW((void)parse_metric_list("range,bogus"), error);
   EXPECT_THROW((void)parse_metric_list("min,min"), error);
   EXPECT_THROW((void)parse_metric_list(""), error);
+}
+
+TEST(Metrics, TouchPagesStoresOnlyInsideItsRange)
+{
+  // Five pages of 0xAB; the range starts 100 bytes into the first page and ends 7 bytes into the
+  // fourth: every byte outside it keeps its value, and the range's page starts read zero.
+  constexpr std::size_t page = 4096;
+  std::vector<unsigned char> memory(6 * page, 0xAB);
+  unsigned char* const aligned =
+    memory.data() + (page - reinterpret_cast<std::uintptr_t>(memory.data()) % page) % page;
+  unsigned char* const begin = aligned + 100;
+  std::size_t const bytes = 3 * page - 100 + 7;
+  for (int threads : {1, 4}) {
+    std::fill(memory.begin(), memory.end(), 0xAB);
+    omp_set_num_threads(threads);
+    touch_pages(begin, bytes);
+    for (unsigned char const* p = memory.data(); p < memory.data() + memory.size(); ++p) {
+      bool const inside = p >= begin && p < begin + bytes;
+      bool const page_start = inside && (p == begin || static_cast<std::size_t>(p - aligned) % page == 0);
+      if (!inside) { ASSERT_EQ(*p, 0xAB) << "byte " << (p - begin) << " from the range's start, " << threads << " threads"; }
+      if (page_start) { ASSERT_EQ(*p, 0) << "page start " << (p - begin) << ", " << threads << " threads"; }
+    }
+  }
+  std::fill(memory.begin(), memory.end(), 0xAB);
+  touch_pages(begin, 0);
+  touch_pages(nullptr, page);
+  EXPECT_TRUE(std::all_of(memory.begin(), memory.end(), [](unsigned char c) { return c == 0xAB; }));
 }
 
 }  // namespace

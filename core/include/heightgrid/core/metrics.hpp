@@ -155,6 +155,12 @@ struct uninitialized_allocator : std::allocator<T> {
 template <typename T>
 using column = std::vector<T, uninitialized_allocator<T>>;
 
+/// Maps the pages of [data, data + bytes) on the OpenMP team (one store of the zero a fresh page
+/// holds, a page each): memory that one thread is about to fill, like a column a copy from the
+/// device lands in, then takes no page fault on that thread. Only for memory whose bytes are
+/// still to be written: it stores zero at every page start.
+void touch_pages(void* data, std::size_t bytes) noexcept;
+
 struct cell_results {
   column<float> min;
   column<float> max;
