@@ -137,13 +137,10 @@ class grid_job {
     return total;
   }
 
-  /// Whether every input is LAS or LAZ, whose points travel as stored integers.
+  /// Whether every input's points travel as stored integers (LAS/LAZ Z, small integer dimensions).
   bool stored_integers() const
   {
-    return std::all_of(all_.begin(), all_.end(), [](auto* s) {
-      std::string const& f = s->info().format;
-      return f.rfind("LAS", 0) == 0 || f.rfind("LAZ", 0) == 0;
-    });
+    return std::all_of(all_.begin(), all_.end(), [](auto* s) { return s->integer_parts(); });
   }
 
   void choose_route()

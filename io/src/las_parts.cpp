@@ -229,6 +229,8 @@ class las_parts_base : public part_source {
 
   [[nodiscard]] source_info const& info() const override { return info_; }
 
+  [[nodiscard]] bool integer_parts() const override { return !double_values_; }
+
   [[nodiscard]] std::optional<bounds> declared_bounds() const override
   {
     bounds b;

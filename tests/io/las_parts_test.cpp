@@ -20,6 +20,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace heightgrid::io {
@@ -183,6 +184,27 @@ TEST(las_parts, a_file_without_points_has_no_parts)
       ADD_FAILURE() << "part 0 of an empty file read";
     } catch (error const& e) {
       EXPECT_EQ(e.kind(), error_kind::usage) << e.what();
+    }
+  }
+}
+
+TEST(las_parts, integer_parts_says_how_every_part_arrives)
+{
+  // Z and a 16-bit dimension travel as stored integers, GPS time as doubles: what the source
+  // declares up front (the pipeline sizes its grid by it) is what each part then delivers.
+  auto const dir = test::las_scratch_dir();
+  las_spec spec;
+  spec.format = 1;
+  auto const path = write_las_file(dir, "encodings.las", spec, random_points(300, false, 11));
+  for (auto const& [dimension, integers] :
+       std::vector<std::pair<std::string, bool>>{{"", true}, {"Intensity", true}, {"GpsTime", false}}) {
+    auto source = open_las_parts(path, 128, dimension);
+    EXPECT_EQ(source->integer_parts(), integers) << "dimension '" << dimension << "'";
+    std::vector<double> buffer;
+    for (std::uint64_t k = 0; k < *source->part_count(); ++k) {
+      point_batch batch = batch_over(buffer, source->max_part_points());
+      (void)source->read_part(k, filter_rules(filter_options::keep_all()), batch);
+      EXPECT_EQ(batch.encoding == coord_encoding::scaled_int32, integers) << "dimension '" << dimension << "' part " << k;
     }
   }
 }

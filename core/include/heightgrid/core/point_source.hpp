@@ -104,6 +104,11 @@ class part_source {
   /// The most points one part can deliver (batches are sized for it).
   [[nodiscard]] virtual std::size_t max_part_points() const = 0;
 
+  /// Whether every part arrives as coord_encoding::scaled_int32 (stored integers and their rule),
+  /// as LAS/LAZ Z and small integer dimensions do: the pipeline then maps the pages of the host
+  /// grid's integer words, not of its doubles, before binning (host_grid::prefault).
+  [[nodiscard]] virtual bool integer_parts() const { return false; }
+
   /// Reads part k into `out` (out.capacity >= max_part_points()), keeping what `filter` keeps,
   /// and sets out.size and out.encoding (and out.transform for scaled_int32).
   /// Malformed input throws heightgrid::error(error_kind::input, ...) naming the file and where.
