@@ -30,6 +30,22 @@ struct las_dimension {
   double offset{0.0};
   bool is_z{true};  ///< Z itself: the reader's usual path
 
+  /// Bytes of the record the value is read from (at, at + bytes()).
+  [[nodiscard]] std::size_t bytes() const noexcept
+  {
+    switch (type) {
+      case las_value_type::u16:
+      case las_value_type::i16: return 2;
+      case las_value_type::u32:
+      case las_value_type::i32:
+      case las_value_type::f32: return 4;
+      case las_value_type::u64:
+      case las_value_type::i64:
+      case las_value_type::f64: return 8;
+      default: return 1;  // u8, i8 and the bit fields of one byte
+    }
+  }
+
   /// Whether every stored value fits the int32 z slot of a scaled_int32 batch (else the batch
   /// carries doubles).
   [[nodiscard]] bool fits_int32() const noexcept

@@ -259,6 +259,13 @@ class las_parts_base : public part_source {
     return file_;
   }
 
+  /// What a LAZ decoder must decode for this reader: Z, classification and flags (the filters),
+  /// and the dimension gridded.
+  [[nodiscard]] laz::field_selection laz_fields(laz::laz_vlr_info const& vlr) const
+  {
+    return laz::with_record_bytes(laz::field_selection::heightgrid(), vlr, dimension_.at, dimension_.bytes());
+  }
+
   /// Starts filling `out` for a part of `points` records.
   void begin_part(std::uint64_t k, std::size_t points, point_batch& out) const
   {
@@ -386,6 +393,7 @@ class laz_chunk_parts final : public las_parts_base {
     : las_parts_base(std::move(opened), part_points, dimension),
       where_(std::move(where)),
       vlr_(std::move(vlr)),
+      fields_(laz_fields(vlr_)),
       chunks_(std::move(chunks)),
       runs_(group_chunks(chunks_, part_points))
   {
@@ -419,7 +427,7 @@ class laz_chunk_parts final : public las_parts_base {
     stats.points_in = run.points;
     int_extent ext;
     for (std::size_t c = run.first_chunk; c < run.end_chunk; ++c) {
-      laz::decode_laz_chunk(where_, vlr_, read, c, chunks_[c], scratch, records.data());
+      laz::decode_laz_chunk(where_, vlr_, read, c, chunks_[c], scratch, records.data(), fields_);
       decode_(records.data(), stride, static_cast<std::size_t>(chunks_[c].points), filter, header_transform_,
               dimension_, out, stats, ext);
     }
@@ -431,6 +439,7 @@ class laz_chunk_parts final : public las_parts_base {
  private:
   laz::laz_file_layout where_;
   laz::laz_vlr_info vlr_;
+  laz::field_selection fields_;
   std::vector<laz::chunk_entry> chunks_;
   std::vector<chunk_run> runs_;
   std::size_t max_points_{0};
@@ -505,7 +514,7 @@ class laz_sequential_parts final : public las_parts_base {
     stream_ = std::make_unique<laz::laz_record_stream>(
       detail::laz_layout_of(header_), vlr_,
       [f](std::uint64_t offset, std::size_t count, std::uint8_t* bytes) { f->read_exact(offset, count, bytes); },
-      1);
+      1, laz_fields(vlr_));
     next_part_ = 0;
   }
 

@@ -229,7 +229,8 @@ laz_chunk_map locate_laz_chunks(laz_file_layout const& layout, laz_vlr_info cons
 }
 
 void decode_laz_chunk(laz_file_layout const& layout, laz_vlr_info const& vlr, file_reader const& read,
-                      std::size_t index, chunk_entry const& c, chunk_scratch& scratch, std::uint8_t* records)
+                      std::size_t index, chunk_entry const& c, chunk_scratch& scratch, std::uint8_t* records,
+                      field_selection const& fields)
 {
   std::string const label =
     layout.path + ": chunk " + std::to_string(index) + " (" + byte_range(c.offset, c.offset + c.bytes) + "): ";
@@ -240,7 +241,7 @@ void decode_laz_chunk(laz_file_layout const& layout, laz_vlr_info const& vlr, fi
     if (vlr.compressor == compressor_layered_chunked) {
       std::size_t consumed = 0;
       std::size_t const got = decode_layered_chunk(vlr, scratch.compressed.data(), scratch.compressed.size(), points,
-                                                   points, records, field_selection::heightgrid(), &consumed);
+                                                   points, records, fields, &consumed);
       if (got != points) {
         throw decode_error("decoded " + std::to_string(got) + " points, the chunk table says " +
                            std::to_string(points));
@@ -261,6 +262,7 @@ struct laz_record_stream::impl {
   laz_file_layout layout;
   laz_vlr_info vlr;
   file_reader read;
+  field_selection fields;
   std::uint64_t chunks_start{0};  // first byte of the first chunk
 
   // Chunk table mode.
@@ -309,7 +311,7 @@ struct laz_record_stream::impl {
           throw error(error_kind::resource, layout.path + ": chunk " + std::to_string(index) +
                                               ": not enough memory to decode it");
         }
-        decode_laz_chunk(layout, vlr, read, index, chunks[index], scratch, out.records.data());
+        decode_laz_chunk(layout, vlr, read, index, chunks[index], scratch, out.records.data(), fields);
       });
   }
 
@@ -357,7 +359,7 @@ struct laz_record_stream::impl {
         std::size_t consumed = 0;
         std::size_t const got = decode_layered_chunk(vlr, compressed.data() + seq_offset, compressed.size() - seq_offset,
                                                      points, points, out.records.data(),
-                                                     field_selection::heightgrid(), &consumed);
+                                                     fields, &consumed);
         if (got != points) {
           throw decode_error("decoded " + std::to_string(got) + " points, expected " + std::to_string(points));
         }
@@ -396,12 +398,13 @@ struct laz_record_stream::impl {
 };
 
 laz_record_stream::laz_record_stream(laz_file_layout layout, laz_vlr_info vlr, file_reader read,
-                                     std::size_t threads)
+                                     std::size_t threads, field_selection fields)
   : impl_(std::make_unique<impl>())
 {
   impl_->layout = std::move(layout);
   impl_->vlr = std::move(vlr);
   impl_->read = std::move(read);
+  impl_->fields = fields;
   impl_->setup(threads);
 }
 

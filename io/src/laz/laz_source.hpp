@@ -57,11 +57,12 @@ struct chunk_scratch {
 };
 
 /// Decodes chunk `index` of the chunk table, `c`, whole into `records` (c.points *
-/// layout.record_length bytes). Safe to call from several threads at once, each with its own
-/// scratch. Throws heightgrid::error: error_kind::input "<path>: chunk <i> (bytes <a>-<b>):
+/// layout.record_length bytes), at least the `fields` asked for (layered chunks leave the bytes
+/// of the others zero). Safe to call from several threads at once, each with its own scratch. Throws heightgrid::error: error_kind::input "<path>: chunk <i> (bytes <a>-<b>):
 /// <what>" for a corrupt chunk, error_kind::resource when memory runs out.
 void decode_laz_chunk(laz_file_layout const& layout, laz_vlr_info const& vlr, file_reader const& read,
-                      std::size_t index, chunk_entry const& c, chunk_scratch& scratch, std::uint8_t* records);
+                      std::size_t index, chunk_entry const& c, chunk_scratch& scratch, std::uint8_t* records,
+                      field_selection const& fields);
 
 /// Decodes a LAZ file's records chunk by chunk.
 ///
@@ -76,8 +77,9 @@ void decode_laz_chunk(laz_file_layout const& layout, laz_vlr_info const& vlr, fi
 /// "<path>: chunk <i> (bytes <a>-<b>): <what>". After an error every next() throws it again.
 class laz_record_stream {
  public:
-  laz_record_stream(laz_file_layout layout, laz_vlr_info vlr, file_reader read,
-                    std::size_t threads);
+  /// Records hold at least `fields` (the others may be zero, see decode_laz_chunk).
+  laz_record_stream(laz_file_layout layout, laz_vlr_info vlr, file_reader read, std::size_t threads,
+                    field_selection fields = field_selection::heightgrid());
   ~laz_record_stream();
   laz_record_stream(laz_record_stream const&) = delete;
   laz_record_stream& operator=(laz_record_stream const&) = delete;

@@ -310,4 +310,40 @@ std::vector<chunk_entry> parse_chunk_table(laz_vlr_info const& vlr, std::uint8_t
   return chunks;
 }
 
+field_selection with_record_bytes(field_selection fields, laz_vlr_info const& vlr, std::size_t at,
+                                  std::size_t bytes)
+{
+  // Whether [at, at + bytes) meets [begin, end) of the record.
+  auto const meets = [&](std::size_t begin, std::size_t end) { return at < end && begin < at + bytes; };
+  std::size_t offset = 0;
+  for (laz_item const& item : vlr.items) {
+    std::size_t const o = offset;
+    offset += item.size;
+    if (!meets(o, offset)) { continue; }
+    switch (item.type) {
+      case item_type::point14:
+        // The point14 record (las_layout): X, Y (always decoded), Z, intensity, returns (always),
+        // flags, classification, user data, scan angle, point source ID, GPS time.
+        fields.z = fields.z || meets(o + 8, o + 12);
+        fields.intensity = fields.intensity || meets(o + 12, o + 14);
+        fields.flags = fields.flags || meets(o + 15, o + 16);
+        fields.classification = fields.classification || meets(o + 16, o + 17);
+        fields.user_data = fields.user_data || meets(o + 17, o + 18);
+        fields.scan_angle = fields.scan_angle || meets(o + 18, o + 20);
+        fields.point_source = fields.point_source || meets(o + 20, o + 22);
+        fields.gps_time = fields.gps_time || meets(o + 22, o + 30);
+        break;
+      case item_type::rgb14: fields.rgb = true; break;
+      case item_type::rgbnir14:
+        fields.rgb = fields.rgb || meets(o, o + 6);
+        fields.nir = fields.nir || meets(o + 6, o + 8);
+        break;
+      case item_type::byte14: fields.extra_bytes = true; break;
+      case item_type::wavepacket14: fields.wavepacket = true; break;
+      default: break;  // pointwise items: decoded whole
+    }
+  }
+  return fields;
+}
+
 }  // namespace heightgrid::io::laz

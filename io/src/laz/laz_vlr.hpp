@@ -95,4 +95,10 @@ struct field_selection {
   }
 };
 
+/// `fields` and whatever layered items of `vlr` hold the record bytes [at, at + bytes): what a
+/// reader gridding another attribute than Z (--dimension) must decode as well. Bytes outside
+/// every layered item (the pointwise items decode everything) add nothing.
+field_selection with_record_bytes(field_selection fields, laz_vlr_info const& vlr, std::size_t at,
+                                  std::size_t bytes);
+
 }  // namespace heightgrid::io::laz
