@@ -4,17 +4,14 @@ laspy 2.7 + lazrs 0.8.2 from PyPI; the product never runs this). 400 seeded poin
 point format 8 (point14 + RGB + NIR) with two extra-bytes dimensions, every attribute varying,
 for the --dimension tests of layered LAZ (tests/io/las_parts_laz_test.cpp: each dimension of the
 LAZ grids as of the LAS).   python3 data/make_layered_dims_laz.py"""
-import os
-
 import laspy
 import numpy as np
 
-here = os.path.dirname(os.path.abspath(__file__))
+from laz_twins import twin_header, write_twins
+
 n = 400
 rng = np.random.default_rng(2611)
-header = laspy.LasHeader(point_format=8, version="1.4")
-header.scales = [0.01, 0.01, 0.01]
-header.offsets = [500000.0, 4100000.0, 0.0]
+header = twin_header(8, "1.4")
 header.add_extra_dims([laspy.ExtraBytesParams(name="Amplitude", type=np.int16, scales=[0.1], offsets=[-5.0]),
                        laspy.ExtraBytesParams(name="Width", type=np.uint8)])
 las = laspy.LasData(header)
@@ -41,6 +38,4 @@ las.blue = rng.integers(0, 65535, n).astype(np.uint16)
 las.nir = rng.integers(0, 65535, n).astype(np.uint16)
 las.Amplitude = rng.integers(-300, 300, n) * 0.1 - 5.0
 las.Width = rng.integers(0, 255, n).astype(np.uint8)
-las.write(os.path.join(here, "layered_dims_pdrf8.las"))
-las.write(os.path.join(here, "layered_dims_pdrf8.laz"), laz_backend=laspy.LazBackend.Lazrs)
-print("wrote layered_dims_pdrf8.las and layered_dims_pdrf8.laz")
+write_twins(las, "layered_dims_pdrf8")

@@ -3,17 +3,14 @@
 laspy 2.7 + lazrs 0.8.2 from PyPI; the product never runs this). 300 seeded points of LAS 1.3
 point format 4 (point10 + GPS time + wave packet) in one chunk, for the wavepacket13 test
 (tests/io/laz_wavepacket_test.cpp).   python3 data/make_wavepacket_laz.py"""
-import os
-
 import laspy
 import numpy as np
 
-here = os.path.dirname(os.path.abspath(__file__))
+from laz_twins import twin_header, write_twins
+
 n = 300
 rng = np.random.default_rng(2026)
-header = laspy.LasHeader(point_format=4, version="1.3")
-header.scales = [0.01, 0.01, 0.01]
-header.offsets = [500000.0, 4100000.0, 0.0]
+header = twin_header(4, "1.3")
 las = laspy.LasData(header)
 las.x = 500000.0 + rng.integers(0, 2000, n) * 0.01
 las.y = 4100000.0 + rng.integers(0, 2000, n) * 0.01
@@ -30,6 +27,4 @@ las.return_point_wave_location = (rng.random(n) * 1000).astype(np.float32)
 las.x_t = rng.normal(0, 1e-4, n).astype(np.float32)
 las.y_t = rng.normal(0, 1e-4, n).astype(np.float32)
 las.z_t = rng.normal(-1e-3, 1e-4, n).astype(np.float32)
-las.write(os.path.join(here, "wavepacket_pdrf4.las"))
-las.write(os.path.join(here, "wavepacket_pdrf4.laz"), laz_backend=laspy.LazBackend.Lazrs)
-print("wrote wavepacket_pdrf4.las and wavepacket_pdrf4.laz")
+write_twins(las, "wavepacket_pdrf4")
