@@ -30,7 +30,6 @@ void touch_pages(void* data, std::size_t bytes) noexcept
   }
 }
 
-
 namespace {
 
 struct metric_row {

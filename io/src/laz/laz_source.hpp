@@ -58,8 +58,9 @@ struct chunk_scratch {
 
 /// Decodes chunk `index` of the chunk table, `c`, whole into `records` (c.points *
 /// layout.record_length bytes), at least the `fields` asked for (layered chunks leave the bytes
-/// of the others zero). Safe to call from several threads at once, each with its own scratch. Throws heightgrid::error: error_kind::input "<path>: chunk <i> (bytes <a>-<b>):
-/// <what>" for a corrupt chunk, error_kind::resource when memory runs out.
+/// of the others zero). Safe to call from several threads at once, each with its own scratch.
+/// Throws heightgrid::error: error_kind::input "<path>: chunk <i> (bytes <a>-<b>): <what>" for a
+/// corrupt chunk, error_kind::resource when memory runs out.
 void decode_laz_chunk(laz_file_layout const& layout, laz_vlr_info const& vlr, file_reader const& read,
                       std::size_t index, chunk_entry const& c, chunk_scratch& scratch, std::uint8_t* records,
                       field_selection const& fields);
