@@ -1,6 +1,7 @@
 #include "laz_vlr.hpp"
 
 #include "laz_arith.hpp"
+#include "las_layout.hpp"
 
 #include <cstring>
 
@@ -321,18 +322,22 @@ field_selection with_record_bytes(field_selection fields, laz_vlr_info const& vl
     offset += item.size;
     if (!meets(o, offset)) { continue; }
     switch (item.type) {
-      case item_type::point14:
-        // The point14 record (las_layout): X, Y (always decoded), Z, intensity, returns (always),
-        // flags, classification, user data, scan angle, point source ID, GPS time.
-        fields.z = fields.z || meets(o + 8, o + 12);
-        fields.intensity = fields.intensity || meets(o + 12, o + 14);
-        fields.flags = fields.flags || meets(o + 15, o + 16);
-        fields.classification = fields.classification || meets(o + 16, o + 17);
-        fields.user_data = fields.user_data || meets(o + 17, o + 18);
-        fields.scan_angle = fields.scan_angle || meets(o + 18, o + 20);
-        fields.point_source = fields.point_source || meets(o + 20, o + 22);
-        fields.gps_time = fields.gps_time || meets(o + 22, o + 30);
+      case item_type::point14: {
+        // The point14 record: X, Y (always decoded), Z, intensity, returns (always), flags,
+        // classification, user data, scan angle, point source ID (one after the other), GPS time.
+        namespace at = las_layout::point_at;
+        std::size_t const user_data = at::extended_classification + 1, scan_angle = user_data + 1,
+                          point_source = scan_angle + 2;
+        fields.z = fields.z || meets(o + at::z, o + at::intensity);
+        fields.intensity = fields.intensity || meets(o + at::intensity, o + at::returns);
+        fields.flags = fields.flags || meets(o + at::extended_flags, o + at::extended_classification);
+        fields.classification = fields.classification || meets(o + at::extended_classification, o + user_data);
+        fields.user_data = fields.user_data || meets(o + user_data, o + scan_angle);
+        fields.scan_angle = fields.scan_angle || meets(o + scan_angle, o + point_source);
+        fields.point_source = fields.point_source || meets(o + point_source, o + at::extended_gps_time);
+        fields.gps_time = fields.gps_time || meets(o + at::extended_gps_time, o + at::extended_gps_time + 8);
         break;
+      }
       case item_type::rgb14: fields.rgb = true; break;
       case item_type::rgbnir14:
         fields.rgb = fields.rgb || meets(o, o + 6);
