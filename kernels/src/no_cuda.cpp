@@ -7,6 +7,7 @@
 #include "heightgrid/kernels/gpu_binner.hpp"
 #include "heightgrid/kernels/grid_gpu.hpp"
 #include "heightgrid/kernels/hybrid_tuning.hpp"
+#include "heightgrid/kernels/laz_gpu.hpp"
 #include "heightgrid/kernels/order_stats.hpp"
 
 #include <string>
@@ -26,6 +27,7 @@ constexpr char const* why = "heightgrid was built without CUDA";
 // Never constructed in this build; defined so that the classes' special members link.
 struct device_csr::impl {};
 struct device_cell_results::impl {};
+struct laz_gpu_decoder::impl {};
 
 bool gpu_available(std::string* reason) noexcept
 {
@@ -151,6 +153,23 @@ bool start_gpu(std::string* reason, int) noexcept { return gpu_available(reason)
 order_stats_run order_stats_of_csr(device_csr const&, metric_request const&, float, order_sort)
 {
   unavailable("order_stats_of_csr");
+}
+
+laz_gpu_decoder::laz_gpu_decoder(std::size_t, unsigned) { unavailable("laz_gpu_decoder"); }
+laz_gpu_decoder::~laz_gpu_decoder() = default;
+std::size_t laz_gpu_decoder::threads() const noexcept { return 0; }
+std::uint8_t* laz_gpu_decoder::pinned(std::size_t) { unavailable("laz_gpu_decoder::pinned"); }
+void laz_gpu_decoder::reserve(std::size_t, std::size_t) { unavailable("laz_gpu_decoder::reserve"); }
+std::size_t laz_gpu_decoder::free_device_bytes() const { unavailable("laz_gpu_decoder::free_device_bytes"); }
+void laz_gpu_decoder::upload(std::uint8_t const*, std::size_t, std::size_t) { unavailable("laz_gpu_decoder::upload"); }
+std::vector<laz_gpu_status> laz_gpu_decoder::decode(laz_gpu_format const&, std::vector<laz_gpu_chunk> const&,
+                                                    laz_gpu_times*)
+{
+  unavailable("laz_gpu_decoder::decode");
+}
+void laz_gpu_decoder::download(std::size_t, std::size_t, std::uint8_t*, laz_gpu_times*)
+{
+  unavailable("laz_gpu_decoder::download");
 }
 
 }  // namespace heightgrid

@@ -311,6 +311,23 @@ std::vector<chunk_entry> parse_chunk_table(laz_vlr_info const& vlr, std::uint8_t
   return chunks;
 }
 
+std::size_t layered_layer_count(laz_vlr_info const& vlr)
+{
+  if (vlr.compressor != compressor_layered_chunked) { return 0; }
+  std::size_t layers = 0;
+  for (laz_item const& item : vlr.items) {
+    switch (item.type) {
+      case item_type::point14: layers += 9; break;
+      case item_type::rgb14: layers += 1; break;
+      case item_type::rgbnir14: layers += 2; break;
+      case item_type::byte14: layers += item.size; break;
+      case item_type::wavepacket14: layers += 1; break;
+      default: return 0;
+    }
+  }
+  return layers;
+}
+
 field_selection with_record_bytes(field_selection fields, laz_vlr_info const& vlr, std::size_t at,
                                   std::size_t bytes)
 {

@@ -95,6 +95,11 @@ struct field_selection {
   }
 };
 
+/// Layers a chunk of this layered (compressor 3) record lists in its header: point14's nine, one
+/// for rgb14, two for rgbnir14, one a byte for byte14, one for wavepacket14. 0 when the record
+/// is not layered or its items are not all layered ones.
+std::size_t layered_layer_count(laz_vlr_info const& vlr);
+
 /// `fields` and whatever layered items of `vlr` hold the record bytes [at, at + bytes): what a
 /// reader gridding another attribute than Z (--dimension) must decode as well. Bytes outside
 /// every layered item (the pointwise items decode everything) add nothing.

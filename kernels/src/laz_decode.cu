@@ -1,0 +1,820 @@
+// LAZ layered chunks (LASzip compressor 3, point14) decoded on the GPU, one chunk a thread.
+//
+// The entropy coder and the point14 models are those of the CPU decoder (io/src/laz/laz_arith.*,
+// laz_layered_point14.hpp), step for step: same 16-bit model tables, same search, same update
+// schedule, so the records are the same bytes. What differs is where the state lives: a thread's
+// models are in device memory (a slot of four scanner channels, ~1 MiB), its coder state in
+// registers. Models are reset on first use after a channel starts (a stamp per model), as the CPU
+// decoder does for its context models: a chunk touches a few dozen of its ~300 models.
+//
+// Mapping: one thread per chunk, `lanes` threads of each 32-thread block (the others return at
+// once): lanes of a warp decode different chunks and diverge on every data-dependent branch, so
+// fewer of them per warp trade occupancy for less serialisation. Threads take chunks from an
+// atomic counter until none are left.
+
+#include "heightgrid/core/error.hpp"
+#include "heightgrid/kernels/laz_gpu.hpp"
+
+#include "detail/infra/cuda_check.cuh"
+#include "detail/infra/cuda_event.cuh"
+#include "detail/infra/device_buffer.cuh"
+#include "detail/infra/device_context.cuh"
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace heightgrid {
+namespace {
+
+using detail::device_buffer;
+
+constexpr std::uint32_t min_length = 0x01000000u;
+constexpr std::uint32_t bit_length_shift = 13;
+constexpr std::uint32_t bit_max_count = 1u << bit_length_shift;
+constexpr std::uint32_t symbol_length_shift = 15;
+constexpr std::uint32_t symbol_max_count = 1u << symbol_length_shift;
+
+/// Bytes a layer decoder may read past its layer before the chunk is rejected (the CPU's rule).
+constexpr std::uint32_t overrun_tolerance = 4;
+constexpr std::uint32_t overrun_check_interval = 1024;
+
+// ------------------------------------------------------------------------------------------
+// Models
+// ------------------------------------------------------------------------------------------
+
+struct bit_model {
+  std::uint32_t stamp;
+  std::uint32_t zero_count, total_count, zero_probability, update_cycle, until_update;
+};
+
+/// A symbol model: distribution[symbols], table[table_size + 2], counts[symbols] in `storage`.
+struct symbol_model {
+  std::uint16_t* storage;
+  std::uint32_t stamp;
+  std::uint16_t symbols;
+  std::uint16_t table_size;  ///< 0: no lookup table
+  std::uint32_t table_shift;
+  std::uint32_t total_count, update_cycle, until_update;
+};
+
+__host__ __device__ constexpr std::uint32_t table_size_of(std::uint32_t symbols)
+{
+  if (symbols <= 16) { return 0; }
+  std::uint32_t bits = 5;
+  while (symbols > (1u << bits)) { ++bits; }
+  return 1u << bits;
+}
+
+__host__ __device__ constexpr std::uint32_t table_bits_of(std::uint32_t table_size)
+{
+  std::uint32_t bits = 0;
+  while ((1u << bits) < table_size) { ++bits; }
+  return bits;
+}
+
+__host__ __device__ constexpr std::size_t storage_u16(std::uint32_t symbols)
+{
+  std::uint32_t const t = table_size_of(symbols);
+  return std::size_t{symbols} * 2 + (t != 0 ? t + 2 : 0);
+}
+
+__device__ void update(symbol_model& m)
+{
+  std::uint32_t const n = m.symbols;
+  std::uint16_t* const dist = m.storage;
+  std::uint16_t* const table = m.storage + n;
+  std::uint16_t* const c = m.storage + n + (m.table_size != 0 ? m.table_size + 2 : 0);
+  m.total_count += m.update_cycle;
+  if (m.total_count > symbol_max_count) {
+    m.total_count = 0;
+    for (std::uint32_t s = 0; s < n; ++s) {
+      c[s] = static_cast<std::uint16_t>((c[s] + 1) >> 1);
+      m.total_count += c[s];
+    }
+  }
+  std::uint32_t const scale = 0x80000000u / m.total_count;
+  std::uint32_t sum = 0;
+  if (m.table_size == 0) {
+    for (std::uint32_t s = 0; s < n; ++s) {
+      dist[s] = static_cast<std::uint16_t>((scale * sum) >> (31 - symbol_length_shift));
+      sum += c[s];
+    }
+  } else {
+    for (std::uint32_t t = 0; t < m.table_size + 2; ++t) { table[t] = 0; }
+    for (std::uint32_t s = 0; s < n; ++s) {
+      dist[s] = static_cast<std::uint16_t>((scale * sum) >> (31 - symbol_length_shift));
+      sum += c[s];
+      ++table[(dist[s] >> m.table_shift) + 1];
+    }
+    std::uint32_t before = 0;
+    for (std::uint32_t t = 1; t <= m.table_size + 1u; ++t) {
+      before += table[t];
+      table[t] = static_cast<std::uint16_t>(before - 1);
+    }
+    table[0] = 0;
+  }
+  m.update_cycle = (5 * m.update_cycle) >> 2;
+  std::uint32_t const max_cycle = (n + 6) << 3;
+  if (m.update_cycle > max_cycle) { m.update_cycle = max_cycle; }
+  m.until_update = m.update_cycle;
+}
+
+/// The model as a fresh one, unless it was already reset for this channel start.
+__device__ __forceinline__ symbol_model& use(symbol_model& m, std::uint32_t stamp)
+{
+  if (m.stamp != stamp) {
+    std::uint32_t const n = m.symbols;
+    std::uint16_t* const c = m.storage + n + (m.table_size != 0 ? m.table_size + 2 : 0);
+    for (std::uint32_t s = 0; s < n; ++s) { c[s] = 1; }
+    m.total_count = 0;
+    m.update_cycle = n;
+    update(m);
+    m.total_count = n;
+    m.update_cycle = (n + 6) >> 1;
+    m.until_update = m.update_cycle;
+    m.stamp = stamp;
+  }
+  return m;
+}
+
+__device__ __forceinline__ bit_model& use(bit_model& m, std::uint32_t stamp)
+{
+  if (m.stamp != stamp) {
+    m.zero_count = 1;
+    m.total_count = 2;
+    m.zero_probability = 1u << (bit_length_shift - 1);
+    m.update_cycle = 4;
+    m.until_update = 4;
+    m.stamp = stamp;
+  }
+  return m;
+}
+
+__device__ void update(bit_model& m)
+{
+  m.total_count += m.update_cycle;
+  if (m.total_count > bit_max_count) {
+    m.total_count = (m.total_count + 1) >> 1;
+    m.zero_count = (m.zero_count + 1) >> 1;
+    if (m.zero_count == m.total_count) { ++m.total_count; }
+  }
+  std::uint32_t const scale = 0x80000000u / m.total_count;
+  m.zero_probability = (m.zero_count * scale) >> (31 - bit_length_shift);
+  m.update_cycle = (5 * m.update_cycle) >> 2;
+  if (m.update_cycle > 64) { m.update_cycle = 64; }
+  m.until_update = m.update_cycle;
+}
+
+// ------------------------------------------------------------------------------------------
+// The range decoder (registers)
+// ------------------------------------------------------------------------------------------
+
+struct range_decoder {
+  std::uint8_t const* next;
+  std::uint8_t const* end;
+  std::uint32_t value;
+  std::uint32_t length;
+  std::uint32_t overrun;
+
+  __device__ void init(std::uint8_t const* data, std::uint32_t size)
+  {
+    next = data;
+    end = data + size;
+    overrun = 0;
+    length = 0xFFFFFFFFu;
+    value = 0;
+    for (int b = 0; b < 4; ++b) { value = (value << 8) | next_byte(); }
+  }
+  __device__ __forceinline__ std::uint32_t next_byte()
+  {
+    if (next != end) { return *next++; }
+    ++overrun;
+    return 0;
+  }
+  __device__ __forceinline__ void renormalise()
+  {
+    do {
+      value = (value << 8) | next_byte();
+      length <<= 8;
+    } while (length < min_length);
+  }
+
+  __device__ std::uint32_t decode_bit(bit_model& m)
+  {
+    std::uint32_t const x = m.zero_probability * (length >> bit_length_shift);
+    std::uint32_t bit;
+    if (value < x) {
+      bit = 0;
+      length = x;
+      ++m.zero_count;
+    } else {
+      bit = 1;
+      value -= x;
+      length -= x;
+    }
+    if (length < min_length) { renormalise(); }
+    if (--m.until_update == 0) { update(m); }
+    return bit;
+  }
+
+  __device__ std::uint32_t decode_symbol(symbol_model& m)
+  {
+    std::uint16_t const* const dist = m.storage;
+    std::uint32_t const unit = length >> symbol_length_shift;
+    std::uint32_t symbol;
+    if (m.table_size != 0) {
+      std::uint32_t const target = value / unit;
+      std::uint32_t slot = target >> m.table_shift;
+      if (slot > m.table_size) { slot = m.table_size; }
+      std::uint16_t const* const table = m.storage + m.symbols;
+      symbol = table[slot];
+      std::uint32_t n = std::uint32_t{table[slot + 1]} + 1 - symbol;
+      while (n > 1) {
+        std::uint32_t const half = n >> 1;
+        symbol = dist[symbol + half] <= target ? symbol + half : symbol;
+        n -= half;
+      }
+    } else {
+      symbol = 0;
+      std::uint32_t n = m.symbols;
+      while (n > 1) {
+        std::uint32_t const half = n >> 1;
+        symbol = unit * std::uint32_t{dist[symbol + half]} <= value ? symbol + half : symbol;
+        n -= half;
+      }
+    }
+    std::uint32_t const low = std::uint32_t{dist[symbol]} * unit;
+    std::uint32_t const high = symbol != m.symbols - 1u ? std::uint32_t{dist[symbol + 1]} * unit : length;
+    value -= low;
+    length = high - low;
+    if (length < min_length) { renormalise(); }
+    std::uint16_t* const c = m.storage + m.symbols + (m.table_size != 0 ? m.table_size + 2 : 0);
+    ++c[symbol];
+    if (--m.until_update == 0) { update(m); }
+    return symbol;
+  }
+
+  __device__ std::uint32_t read_raw(std::uint32_t bits)
+  {
+    length >>= bits;
+    std::uint32_t symbol = value / length;
+    std::uint32_t const limit = (1u << bits) - 1;  // bits <= 19 here
+    if (symbol > limit) { symbol = limit; }
+    value -= length * symbol;
+    if (length < min_length) { renormalise(); }
+    return symbol;
+  }
+  __device__ std::uint32_t read_bits(std::uint32_t bits)
+  {
+    if (bits > 19) {
+      std::uint32_t const low = read_raw(16);
+      std::uint32_t const high = read_raw(bits - 16);
+      return (high << 16) | low;
+    }
+    return read_raw(bits);
+  }
+};
+
+// ------------------------------------------------------------------------------------------
+// The 32-bit integer decompressor (X, Y, Z steps): corr_bits 32, bits_high 8, no range folding
+// ------------------------------------------------------------------------------------------
+
+constexpr std::uint32_t corrector_models = 32;  // index k = 1..31; k >= 32 needs no model
+
+template <int Contexts>
+struct int32_decompressor {
+  symbol_model k_models[Contexts];  // 33 symbols
+  symbol_model corrector[corrector_models];
+  bit_model zero;
+  std::uint32_t k;
+
+  __device__ std::int32_t decompress(range_decoder& dec, std::int32_t pred, std::uint32_t context,
+                                     std::uint32_t stamp)
+  {
+    if (context >= Contexts) { context = Contexts - 1; }
+    k = dec.decode_symbol(use(k_models[context], stamp));
+    std::int32_t c;
+    if (k == 0) {
+      c = static_cast<std::int32_t>(dec.decode_bit(use(zero, stamp)));
+    } else if (k >= 32) {
+      c = INT32_MIN;
+    } else {
+      std::uint32_t v = dec.decode_symbol(use(corrector[k], stamp));
+      if (k > 8) { v = (v << (k - 8)) | dec.read_bits(k - 8); }
+      c = v >= (1u << (k - 1)) ? static_cast<std::int32_t>(v + 1)
+                               : static_cast<std::int32_t>(v - ((1u << k) - 1));
+    }
+    return static_cast<std::int32_t>(static_cast<std::uint32_t>(pred) + static_cast<std::uint32_t>(c));
+  }
+};
+
+/// LASzip's running median of five (laz_arith.hpp's median_of_five, same update).
+struct median5 {
+  std::int32_t v[5];
+  bool replace_high;
+  __device__ void reset()
+  {
+    for (auto& x : v) { x = 0; }
+    replace_high = true;
+  }
+  __device__ std::int32_t get() const { return v[2]; }
+  __device__ void add(std::int32_t x)
+  {
+    std::int32_t const* const w = v + (replace_high ? 0 : 1);
+    std::int32_t const w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
+    replace_high = x < v[2] || (!replace_high && x == v[2]);
+    v[0] = min(w0, x);
+    v[1] = max(w0, min(w1, x));
+    v[2] = max(w1, min(w2, x));
+    v[3] = max(w2, min(w3, x));
+    v[4] = max(w3, x);
+  }
+};
+
+// ------------------------------------------------------------------------------------------
+// point14: one scanner channel's state
+// ------------------------------------------------------------------------------------------
+
+struct point14_last {
+  std::int32_t x, y, z;
+  std::uint8_t return_number, number_of_returns, flags, channel, classification;
+};
+
+struct channel_state {
+  std::uint32_t stamp;
+  bool last_gps_changed;
+  point14_last last;
+  symbol_model changed[8];  // 128
+  symbol_model channel_step;  // 3
+  symbol_model number_of_returns[16];  // 16
+  symbol_model return_number[16];  // 16
+  symbol_model return_step;  // 13
+  int32_decompressor<2> dx;
+  int32_decompressor<22> dy;
+  int32_decompressor<20> z;
+  median5 dx_median[12], dy_median[12];
+  std::int32_t last_z[8];
+  symbol_model classification[64];  // 256
+  symbol_model flags[64];  // 64
+};
+
+/// Gives every model of `c` its storage in `arena` (c == nullptr: only counts); returns the
+/// 16-bit words used. Host and device walk the models in the same order.
+__host__ __device__ std::size_t lay_out(channel_state* c, std::uint16_t* arena)
+{
+  std::size_t used = 0;
+  auto place = [&](symbol_model* m, std::uint32_t symbols) {
+    if (c != nullptr) {
+      std::uint32_t const t = table_size_of(symbols);
+      m->storage = arena + used;
+      m->stamp = 0;
+      m->symbols = static_cast<std::uint16_t>(symbols);
+      m->table_size = static_cast<std::uint16_t>(t);
+      m->table_shift = t != 0 ? symbol_length_shift - table_bits_of(t) : 0;
+    }
+    used += storage_u16(symbols);
+  };
+  auto place_ic = [&](symbol_model* k_models, int contexts, symbol_model* corrector) {
+    for (int i = 0; i < contexts; ++i) { place(c != nullptr ? k_models + i : nullptr, 33); }
+    for (std::uint32_t k = 1; k < corrector_models; ++k) {
+      place(c != nullptr ? corrector + k : nullptr, 1u << (k <= 8 ? k : 8));
+    }
+  };
+  for (int i = 0; i < 8; ++i) { place(c != nullptr ? c->changed + i : nullptr, 128); }
+  place(c != nullptr ? &c->channel_step : nullptr, 3);
+  for (int i = 0; i < 16; ++i) { place(c != nullptr ? c->number_of_returns + i : nullptr, 16); }
+  for (int i = 0; i < 16; ++i) { place(c != nullptr ? c->return_number + i : nullptr, 16); }
+  place(c != nullptr ? &c->return_step : nullptr, 13);
+  place_ic(c != nullptr ? c->dx.k_models : nullptr, 2, c != nullptr ? c->dx.corrector : nullptr);
+  place_ic(c != nullptr ? c->dy.k_models : nullptr, 22, c != nullptr ? c->dy.corrector : nullptr);
+  place_ic(c != nullptr ? c->z.k_models : nullptr, 20, c != nullptr ? c->z.corrector : nullptr);
+  for (int i = 0; i < 64; ++i) { place(c != nullptr ? c->classification + i : nullptr, 256); }
+  for (int i = 0; i < 64; ++i) { place(c != nullptr ? c->flags + i : nullptr, 64); }
+  if (c != nullptr) {
+    c->stamp = 0;
+    c->dx.zero.stamp = c->dy.zero.stamp = c->z.zero.stamp = 0;
+    c->dx.corrector[0].stamp = c->dy.corrector[0].stamp = c->z.corrector[0].stamp = 0;
+  }
+  return used;
+}
+
+constexpr int channels_per_slot = 4;
+
+__global__ void lay_out_channels_kernel(channel_state* channels, std::uint16_t* arena, std::size_t arena_u16,
+                                        std::size_t count)
+{
+  std::size_t const i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
+  if (i < count) { lay_out(channels + i, arena + i * arena_u16); }
+}
+
+// ------------------------------------------------------------------------------------------
+// The chunk
+// ------------------------------------------------------------------------------------------
+
+// clang-format off
+__constant__ std::uint8_t xy_predictor_of_return[16][16] = {
+  {0, 1, 2, 3, 4, 5, 3, 4, 4, 5, 5, 5, 5, 5, 5, 5},
+  {1, 0, 1, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3},
+  {2, 1, 2, 4, 4, 4, 4, 4, 4, 4, 4, 3, 3, 3, 3, 3},
+  {3, 3, 4, 5, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4},
+  {4, 3, 4, 4, 5, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4},
+  {5, 3, 4, 4, 4, 5, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4},
+  {3, 3, 4, 4, 4, 4, 5, 4, 4, 4, 4, 4, 4, 4, 4, 4},
+  {4, 3, 4, 4, 4, 4, 4, 5, 4, 4, 4, 4, 4, 4, 4, 4},
+  {4, 3, 4, 4, 4, 4, 4, 4, 5, 4, 4, 4, 4, 4, 4, 4},
+  {5, 3, 4, 4, 4, 4, 4, 4, 4, 5, 4, 4, 4, 4, 4, 4},
+  {5, 3, 4, 4, 4, 4, 4, 4, 4, 4, 5, 4, 4, 4, 4, 4},
+  {5, 3, 3, 4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 4, 4, 4},
+  {5, 3, 3, 4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 4, 4},
+  {5, 3, 3, 4, 4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 4},
+  {5, 3, 3, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5},
+  {5, 3, 3, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 5, 5},
+};
+// clang-format on
+
+constexpr unsigned changed_channel = 1u << 6;
+constexpr unsigned changed_gps_time = 1u << 4;
+constexpr unsigned changed_number_of_returns = 1u << 2;
+constexpr unsigned changed_return_number_mask = 3u;
+
+enum : unsigned { layer_xy, layer_z, layer_classification, layer_flags, point14_layers = 9 };
+
+__device__ __forceinline__ std::uint32_t load_u32(std::uint8_t const* p)
+{
+  return std::uint32_t{p[0]} | (std::uint32_t{p[1]} << 8) | (std::uint32_t{p[2]} << 16) | (std::uint32_t{p[3]} << 24);
+}
+
+/// The first 18 bytes of `p`'s record (intensity and user data zero), in 16-bit stores: records
+/// are 18 bytes apart, so 2-byte aligned.
+__device__ __forceinline__ void store_record(point14_last const& p, std::uint8_t* record)
+{
+  auto* const h = reinterpret_cast<std::uint16_t*>(record);
+  auto const x = static_cast<std::uint32_t>(p.x);
+  auto const y = static_cast<std::uint32_t>(p.y);
+  auto const z = static_cast<std::uint32_t>(p.z);
+  unsigned const returns = p.return_number | (p.number_of_returns << 4);
+  unsigned const flags = (p.flags & 0x0Fu) | (unsigned{p.channel} << 4) | ((p.flags & 0x30u) << 2);
+  h[0] = static_cast<std::uint16_t>(x);
+  h[1] = static_cast<std::uint16_t>(x >> 16);
+  h[2] = static_cast<std::uint16_t>(y);
+  h[3] = static_cast<std::uint16_t>(y >> 16);
+  h[4] = static_cast<std::uint16_t>(z);
+  h[5] = static_cast<std::uint16_t>(z >> 16);
+  h[6] = 0;  // intensity
+  h[7] = static_cast<std::uint16_t>((returns & 0xFFu) | ((flags & 0xFFu) << 8));
+  h[8] = p.classification;  // user data 0
+}
+
+struct decode_params {
+  std::uint8_t const* compressed;
+  laz_gpu_chunk const* chunks;
+  std::size_t chunk_count;
+  std::uint8_t* records;
+  laz_gpu_status* status;
+  channel_state* channels;  // channels_per_slot a slot
+  std::uint32_t* epochs;    // a slot's last stamp
+  unsigned long long* next_chunk;
+  unsigned lanes;
+  std::uint32_t record_length;
+  std::uint32_t layer_count;
+  bool z, classification, flags;
+};
+
+__device__ laz_gpu_status decode_chunk(decode_params const& p, laz_gpu_chunk const& chunk, channel_state* slot,
+                                       std::uint32_t& epoch)
+{
+  std::uint8_t const* const data = p.compressed + chunk.source;
+  std::uint64_t const size = chunk.source_bytes;
+  std::uint64_t const header = p.record_length + 4ull + 4ull * p.layer_count;
+  if (size < header) { return laz_gpu_status::short_header; }
+  std::uint32_t const points = load_u32(data + p.record_length);
+  if (points == 0 || points != chunk.points) { return laz_gpu_status::bad_point_count; }
+
+  std::uint8_t const* layer_data[point14_layers];
+  std::uint32_t layer_size[point14_layers];
+  std::uint64_t position = header;
+  for (std::uint32_t l = 0; l < p.layer_count; ++l) {
+    std::uint32_t const bytes = load_u32(data + p.record_length + 4 + 4 * l);
+    if (bytes > size - position) { return laz_gpu_status::layer_past_end; }
+    if (l < point14_layers) {
+      layer_data[l] = data + position;
+      layer_size[l] = bytes;
+    }
+    position += bytes;
+  }
+  if (points > 1 && layer_size[layer_xy] == 0) { return laz_gpu_status::empty_xy_layer; }
+
+  bool const live_z = p.z && layer_size[layer_z] != 0;
+  bool const live_classification = p.classification && layer_size[layer_classification] != 0;
+  bool const live_flags = p.flags && layer_size[layer_flags] != 0;
+  range_decoder xy, zd, cd, fd;
+  xy.init(layer_data[layer_xy], layer_size[layer_xy]);
+  if (live_z) { zd.init(layer_data[layer_z], layer_size[layer_z]); }
+  if (live_classification) { cd.init(layer_data[layer_classification], layer_size[layer_classification]); }
+  if (live_flags) { fd.init(layer_data[layer_flags], layer_size[layer_flags]); }
+
+  // The raw first point; unselected fields read as zero from here on.
+  point14_last first;
+  first.x = static_cast<std::int32_t>(load_u32(data));
+  first.y = static_cast<std::int32_t>(load_u32(data + 4));
+  first.z = p.z ? static_cast<std::int32_t>(load_u32(data + 8)) : 0;
+  first.return_number = data[14] & 0x0F;
+  first.number_of_returns = data[14] >> 4;
+  first.flags = p.flags ? static_cast<std::uint8_t>((data[15] & 0x0F) | ((data[15] >> 2) & 0x30)) : 0;
+  first.channel = (data[15] >> 4) & 3;
+  first.classification = p.classification ? data[16] : 0;
+  std::uint8_t* out = p.records + chunk.first_record * laz_gpu_record_bytes;
+  store_record(first, out);
+
+  unsigned active = 0;
+  auto activate = [&](unsigned channel, point14_last const& from) {
+    channel_state& ch = slot[channel];
+    active |= 1u << channel;
+    ch.stamp = ++epoch;
+    ch.last = from;
+    ch.last_gps_changed = false;
+    for (auto& m : ch.dx_median) { m.reset(); }
+    for (auto& m : ch.dy_median) { m.reset(); }
+    for (auto& v : ch.last_z) { v = from.z; }
+  };
+  unsigned current = first.channel;
+  activate(current, first);
+  channel_state* ch = slot + current;
+
+  for (std::uint32_t i = 1; i < points; ++i) {
+    if (i % overrun_check_interval == 0 && xy.overrun > overrun_tolerance) { return laz_gpu_status::overrun; }
+    std::uint32_t stamp = ch->stamp;
+    unsigned changed;
+    {
+      point14_last const& prev = ch->last;
+      unsigned const ctx = (prev.return_number == 1 ? 1u : 0u) |
+                           (prev.return_number >= prev.number_of_returns ? 2u : 0u) |
+                           (ch->last_gps_changed ? 4u : 0u);
+      changed = xy.decode_symbol(use(ch->changed[ctx], stamp));
+    }
+    if (changed & changed_channel) {
+      unsigned const step = xy.decode_symbol(use(ch->channel_step, stamp));
+      unsigned const next = (current + step + 1) & 3u;
+      if ((active & (1u << next)) == 0) { activate(next, ch->last); }
+      current = next;
+      ch = slot + next;
+      ch->last.channel = static_cast<std::uint8_t>(next);
+      stamp = ch->stamp;
+    }
+    point14_last& pt = ch->last;
+    unsigned const gps_changed = (changed & changed_gps_time) ? 1u : 0u;
+
+    unsigned n = pt.number_of_returns;
+    if (changed & changed_number_of_returns) {
+      n = xy.decode_symbol(use(ch->number_of_returns[n & 15], stamp)) & 15;
+      pt.number_of_returns = static_cast<std::uint8_t>(n);
+    }
+    unsigned r = pt.return_number;
+    switch (changed & changed_return_number_mask) {
+      case 0: break;
+      case 1: r = (r + 1) & 15; break;
+      case 2: r = (r + 15) & 15; break;
+      default:
+        if (gps_changed) {
+          r = xy.decode_symbol(use(ch->return_number[r & 15], stamp)) & 15;
+        } else {
+          r = (r + xy.decode_symbol(use(ch->return_step, stamp)) + 2) & 15;
+        }
+        break;
+    }
+    pt.return_number = static_cast<std::uint8_t>(r);
+
+    unsigned const single = n == 1 ? 1u : 0u;
+    unsigned const first_last = (r == 1 ? 1u : 0u) | (r >= n ? 2u : 0u);
+    unsigned const m = (unsigned{xy_predictor_of_return[n][r]} << 1) | gps_changed;
+
+    std::int32_t const step_x = ch->dx.decompress(xy, ch->dx_median[m].get(), single, stamp);
+    pt.x = static_cast<std::int32_t>(static_cast<std::uint32_t>(pt.x) + static_cast<std::uint32_t>(step_x));
+    ch->dx_median[m].add(step_x);
+    unsigned const kx = ch->dx.k;
+    std::int32_t const step_y =
+      ch->dy.decompress(xy, ch->dy_median[m].get(), single + (kx < 20 ? (kx & ~1u) : 20), stamp);
+    pt.y = static_cast<std::int32_t>(static_cast<std::uint32_t>(pt.y) + static_cast<std::uint32_t>(step_y));
+    ch->dy_median[m].add(step_y);
+
+    if (live_z) {
+      unsigned const k = (ch->dx.k + ch->dy.k) / 2;
+      unsigned const d = n > r ? n - r : r - n;
+      unsigned const level = d < 7 ? d : 7;
+      pt.z = ch->z.decompress(zd, ch->last_z[level], single + (k < 18 ? (k & ~1u) : 18), stamp);
+      ch->last_z[level] = pt.z;
+    }
+    if (live_classification) {
+      unsigned const ctx = ((pt.classification & 0x1Fu) << 1) | (first_last == 3 ? 1u : 0u);
+      pt.classification = static_cast<std::uint8_t>(cd.decode_symbol(use(ch->classification[ctx], stamp)));
+    }
+    if (live_flags) {
+      pt.flags = static_cast<std::uint8_t>(fd.decode_symbol(use(ch->flags[pt.flags & 63], stamp)) & 63);
+    }
+    store_record(pt, out + std::size_t{i} * laz_gpu_record_bytes);
+    ch->last_gps_changed = gps_changed != 0;
+  }
+  if (xy.overrun > overrun_tolerance || (live_z && zd.overrun > overrun_tolerance) ||
+      (live_classification && cd.overrun > overrun_tolerance) || (live_flags && fd.overrun > overrun_tolerance)) {
+    return laz_gpu_status::overrun;
+  }
+  return laz_gpu_status::ok;
+}
+
+__global__ void decode_chunk_per_thread_kernel(decode_params p)
+{
+  unsigned const lane = threadIdx.x;
+  if (lane >= p.lanes) { return; }
+  std::size_t const slot = blockIdx.x * std::size_t{p.lanes} + lane;
+  channel_state* const channels = p.channels + slot * channels_per_slot;
+  std::uint32_t epoch = p.epochs[slot];
+  for (;;) {
+    unsigned long long const c = atomicAdd(p.next_chunk, 1ull);
+    if (c >= p.chunk_count) { break; }
+    p.status[c] = decode_chunk(p, p.chunks[c], channels, epoch);
+  }
+  p.epochs[slot] = epoch;
+}
+
+}  // namespace
+
+struct laz_gpu_decoder::impl {
+  cudaStream_t stream{nullptr};
+  std::size_t slots{0};
+  unsigned lanes{8};
+  std::size_t arena_u16{0};
+  device_buffer<channel_state> channels;
+  device_buffer<std::uint16_t> arena;
+  device_buffer<std::uint32_t> epochs;
+  device_buffer<unsigned long long> counter;
+  device_buffer<std::uint8_t> compressed;
+  device_buffer<laz_gpu_chunk> chunks;
+  device_buffer<laz_gpu_status> status;
+  device_buffer<std::uint8_t> records;
+  std::vector<void*> pinned;
+
+  ~impl()
+  {
+    channels.reset();
+    arena.reset();
+    epochs.reset();
+    counter.reset();
+    compressed.reset();
+    chunks.reset();
+    status.reset();
+    records.reset();
+    if (stream != nullptr) {
+      cudaStreamSynchronize(stream);
+      cudaStreamDestroy(stream);
+    }
+    for (void* p : pinned) { cudaFreeHost(p); }
+  }
+
+  template <typename T>
+  void reserve(device_buffer<T>& b, std::size_t n)
+  {
+    if (b.size() < n) {
+      b.reset();
+      b = device_buffer<T>(n, stream);
+    }
+  }
+};
+
+laz_gpu_decoder::laz_gpu_decoder(std::size_t threads, unsigned lanes)
+{
+  detail::require_device();
+  impl_ = std::make_unique<impl>();
+  impl& s = *impl_;
+  HG_CUDA_TRY(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
+  s.lanes = std::clamp(lanes, 1u, 32u);
+  if (threads == 0) {
+    int device = 0;
+    int sms = 0;
+    HG_CUDA_TRY(cudaGetDevice(&device));
+    HG_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    threads = std::size_t{16} * static_cast<std::size_t>(std::max(sms, 1));
+  }
+  s.slots = (threads + s.lanes - 1) / s.lanes * s.lanes;
+  s.arena_u16 = lay_out(nullptr, nullptr);
+  std::size_t const channels = s.slots * channels_per_slot;
+  s.channels = device_buffer<channel_state>(channels, s.stream);
+  s.arena = device_buffer<std::uint16_t>(channels * s.arena_u16, s.stream);
+  s.epochs = device_buffer<std::uint32_t>(s.slots, s.stream);
+  s.counter = device_buffer<unsigned long long>(1, s.stream);
+  HG_CUDA_TRY(cudaMemsetAsync(s.epochs.data(), 0, s.slots * sizeof(std::uint32_t), s.stream));
+  constexpr unsigned block = 128;
+  lay_out_channels_kernel<<<static_cast<unsigned>((channels + block - 1) / block), block, 0, s.stream>>>(
+    s.channels.data(), s.arena.data(), s.arena_u16, channels);
+  HG_CUDA_TRY(cudaGetLastError());
+  HG_CUDA_TRY(cudaStreamSynchronize(s.stream));
+}
+
+laz_gpu_decoder::~laz_gpu_decoder() = default;
+
+std::size_t laz_gpu_decoder::threads() const noexcept { return impl_->slots; }
+
+std::uint8_t* laz_gpu_decoder::pinned(std::size_t bytes)
+{
+  void* p = nullptr;
+  HG_CUDA_TRY_ALLOC(cudaMallocHost(&p, std::max<std::size_t>(bytes, 1)), bytes, detail::memory_space::pinned_host);
+  impl_->pinned.push_back(p);
+  return static_cast<std::uint8_t*>(p);
+}
+
+void laz_gpu_decoder::reserve(std::size_t compressed_bytes, std::size_t records)
+{
+  impl& s = *impl_;
+  s.reserve(s.compressed, compressed_bytes);
+  s.reserve(s.records, records * laz_gpu_record_bytes);
+  HG_CUDA_TRY(cudaStreamSynchronize(s.stream));
+}
+
+std::size_t laz_gpu_decoder::free_device_bytes() const
+{
+  std::size_t free_bytes = 0;
+  std::size_t total_bytes = 0;
+  HG_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
+  return free_bytes;
+}
+
+void laz_gpu_decoder::upload(std::uint8_t const* host, std::size_t bytes, std::size_t offset)
+{
+  impl& s = *impl_;
+  HG_EXPECTS(offset <= s.compressed.size() && bytes <= s.compressed.size() - offset, error_kind::usage,
+             "laz_gpu_decoder::upload: past the reserved compressed bytes");
+  if (bytes == 0) { return; }
+  HG_CUDA_TRY(cudaMemcpyAsync(s.compressed.data() + offset, host, bytes, cudaMemcpyHostToDevice, s.stream));
+  HG_CUDA_TRY(cudaStreamSynchronize(s.stream));
+}
+
+void laz_gpu_decoder::download(std::size_t first, std::size_t count, std::uint8_t* host, laz_gpu_times* times)
+{
+  impl& s = *impl_;
+  std::size_t const have = s.records.size() / laz_gpu_record_bytes;
+  HG_EXPECTS(first <= have && count <= have - first, error_kind::usage,
+             "laz_gpu_decoder::download: past the reserved records");
+  if (count == 0) { return; }
+  detail::cuda_event start, done;
+  start.record(s.stream);
+  HG_CUDA_TRY(cudaMemcpyAsync(host, s.records.data() + first * laz_gpu_record_bytes, count * laz_gpu_record_bytes,
+                              cudaMemcpyDeviceToHost, s.stream));
+  done.record(s.stream);
+  HG_CUDA_TRY(cudaStreamSynchronize(s.stream));
+  if (times != nullptr) { times->download_ms += detail::elapsed_ms(start, done); }
+}
+
+std::vector<laz_gpu_status> laz_gpu_decoder::decode(laz_gpu_format const& format,
+                                                    std::vector<laz_gpu_chunk> const& chunks, laz_gpu_times* times)
+{
+  impl& s = *impl_;
+  HG_EXPECTS(format.record_length >= 30 && format.layer_count >= point14_layers, error_kind::usage,
+             "laz_gpu_decoder: a layered point14 record has >= 30 bytes and >= 9 layers, got " +
+               std::to_string(format.record_length) + " bytes and " + std::to_string(format.layer_count) + " layers");
+  std::size_t const record_capacity = s.records.size() / laz_gpu_record_bytes;
+  for (auto const& c : chunks) {
+    HG_EXPECTS(c.source <= s.compressed.size() && c.source_bytes <= s.compressed.size() - c.source,
+               error_kind::usage, "laz_gpu_decoder: a chunk lies outside the compressed bytes");
+    HG_EXPECTS(c.first_record <= record_capacity && c.points <= record_capacity - c.first_record, error_kind::usage,
+               "laz_gpu_decoder: a chunk's records lie outside the reserved records");
+  }
+  std::vector<laz_gpu_status> result(chunks.size(), laz_gpu_status::not_decoded);
+  if (chunks.empty()) { return result; }
+  s.reserve(s.chunks, chunks.size());
+  s.reserve(s.status, chunks.size());
+
+  detail::cuda_event start, decoded;
+  HG_CUDA_TRY(cudaMemcpyAsync(s.chunks.data(), chunks.data(), chunks.size() * sizeof(laz_gpu_chunk),
+                              cudaMemcpyHostToDevice, s.stream));
+  HG_CUDA_TRY(cudaMemsetAsync(s.counter.data(), 0, sizeof(unsigned long long), s.stream));
+  start.record(s.stream);
+  decode_params p{};
+  p.compressed = s.compressed.data();
+  p.chunks = s.chunks.data();
+  p.chunk_count = chunks.size();
+  p.records = s.records.data();
+  p.status = s.status.data();
+  p.channels = s.channels.data();
+  p.epochs = s.epochs.data();
+  p.next_chunk = s.counter.data();
+  p.lanes = s.lanes;
+  p.record_length = format.record_length;
+  p.layer_count = format.layer_count;
+  p.z = format.z;
+  p.classification = format.classification;
+  p.flags = format.flags;
+  std::size_t const needed = std::min(s.slots, (chunks.size() + s.lanes - 1) / s.lanes * s.lanes);
+  decode_chunk_per_thread_kernel<<<static_cast<unsigned>(needed / s.lanes), 32, 0, s.stream>>>(p);
+  HG_CUDA_TRY(cudaGetLastError());
+  decoded.record(s.stream);
+  HG_CUDA_TRY(cudaMemcpyAsync(result.data(), s.status.data(), chunks.size() * sizeof(laz_gpu_status),
+                              cudaMemcpyDeviceToHost, s.stream));
+  HG_CUDA_TRY(cudaStreamSynchronize(s.stream));
+  if (times != nullptr) { times->decode_ms += detail::elapsed_ms(start, decoded); }
+  return result;
+}
+
+}  // namespace heightgrid
