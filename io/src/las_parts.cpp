@@ -4,6 +4,7 @@
 
 #include "heightgrid/io/las_reader.hpp"
 
+#include "heightgrid/core/bulk_decoder.hpp"
 #include "heightgrid/core/error.hpp"
 #include "las_dimension.hpp"
 #include "las_internal.hpp"
@@ -406,6 +407,49 @@ class laz_chunk_parts final : public las_parts_base {
   [[nodiscard]] bool concurrent_parts() const override { return true; }
   [[nodiscard]] std::size_t max_part_points() const override { return max_points_; }
 
+  bool offload_chunks(bulk_chunk_decoder* decoder) override
+  {
+    bulk_ = nullptr;
+    if (decoder == nullptr) { return false; }
+    // What a bulk decoder produces: point14 records (layered LAZ) up to the classification, with
+    // Z, classification and flags decoded; enough when the job reads nothing else.
+    laz::field_selection const want = laz::field_selection::heightgrid();
+    laz::field_selection const& f = fields_;
+    bool const only_base = f.z == want.z && f.classification == want.classification && f.flags == want.flags &&
+                           f.intensity == want.intensity && f.scan_angle == want.scan_angle &&
+                           f.user_data == want.user_data && f.point_source == want.point_source &&
+                           f.gps_time == want.gps_time && f.rgb == want.rgb && f.nir == want.nir &&
+                           f.extra_bytes == want.extra_bytes && f.wavepacket == want.wavepacket;
+    std::size_t const layers = laz::layered_layer_count(vlr_);
+    bool const eligible = layers != 0 && !chunks_.empty() && only_base && !double_values_ &&
+                          vlr_.items.front().type == laz::item_type::point14 &&
+                          dimension_.at + dimension_.bytes() <= bulk_chunk_decoder::record_bytes;
+    if (!eligible) { return false; }
+    std::vector<bulk_chunk_decoder::chunk> chunks;
+    chunks.reserve(chunks_.size());
+    for (auto const& c : chunks_) {
+      if (c.points > UINT32_MAX) { return false; }
+      chunks.push_back({c.offset, c.bytes, static_cast<std::uint32_t>(c.points)});
+    }
+    bulk_chunk_decoder::file_format const format{static_cast<std::uint32_t>(vlr_.record_length()),
+                                                 static_cast<std::uint32_t>(layers)};
+    // The decoder reads on its own thread, through a handle of its own (release() may close ours).
+    std::string const path = header_.path;
+    auto handle = std::make_shared<std::shared_ptr<las_file const>>();
+    auto mutex = std::make_shared<std::mutex>();
+    bulk_first_ = decoder->add_file(format, chunks, [path, handle, mutex](std::uint64_t o, std::size_t n, std::uint8_t* b) {
+      std::shared_ptr<las_file const> h;
+      {
+        std::lock_guard<std::mutex> lock(*mutex);
+        if (!*handle) { *handle = std::make_shared<las_file const>(path); }
+        h = *handle;
+      }
+      h->read_exact(o, n, b);
+    });
+    bulk_ = decoder;
+    return true;
+  }
+
   part_result read_part(std::uint64_t k, filter_rules const& filter, point_batch& out) override
   {
     HG_EXPECTS(k < runs_.size(), error_kind::usage,
@@ -427,9 +471,23 @@ class laz_chunk_parts final : public las_parts_base {
     stats.points_in = run.points;
     int_extent ext;
     for (std::size_t c = run.first_chunk; c < run.end_chunk; ++c) {
+      auto const points = static_cast<std::size_t>(chunks_[c].points);
+      if (bulk_ != nullptr) {
+        // Records decoded in bulk (the GPU): the first bulk_chunk_decoder::record_bytes bytes of
+        // each record, all the fields this job reads (offload_chunks checked).
+        struct release_guard {
+          bulk_chunk_decoder* d;
+          std::size_t i;
+          ~release_guard() { d->release(i); }
+        } const guard{bulk_, bulk_first_ + c};
+        if (std::uint8_t const* decoded = bulk_->records(bulk_first_ + c)) {
+          decode_(decoded, bulk_chunk_decoder::record_bytes, points, filter, header_transform_, dimension_, out,
+                  stats, ext);
+          continue;
+        }
+      }
       laz::decode_laz_chunk(where_, vlr_, read, c, chunks_[c], scratch, records.data(), fields_);
-      decode_(records.data(), stride, static_cast<std::size_t>(chunks_[c].points), filter, header_transform_,
-              dimension_, out, stats, ext);
+      decode_(records.data(), stride, points, filter, header_transform_, dimension_, out, stats, ext);
     }
     thread_bytes(compressed_bytes) = std::move(scratch.compressed);
     thread_bytes(raw_records) = std::move(records);
@@ -444,6 +502,8 @@ class laz_chunk_parts final : public las_parts_base {
   std::vector<chunk_run> runs_;
   std::size_t max_points_{0};
   std::size_t largest_chunk_{0};
+  bulk_chunk_decoder* bulk_{nullptr};  ///< offload_chunks' decoder, or none
+  std::size_t bulk_first_{0};          ///< the number of chunk 0 in bulk_
 };
 
 /// LAZ without a usable chunk table: the chunks can only be found one after the other, so parts

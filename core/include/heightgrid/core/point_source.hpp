@@ -16,6 +16,8 @@
 
 namespace heightgrid {
 
+class bulk_chunk_decoder;
+
 /// What a source knows about itself before (or while) its points are read.
 struct source_info {
   std::string path;                          ///< the file (or dataset) name, for messages
@@ -113,6 +115,17 @@ class part_source {
   /// and sets out.size and out.encoding (and out.transform for scaled_int32).
   /// Malformed input throws heightgrid::error(error_kind::input, ...) naming the file and where.
   virtual part_result read_part(std::uint64_t k, filter_rules const& filter, point_batch& out) = 0;
+
+  /// Hands the source's compressed chunks to a bulk decoder (the GPU) when it has chunks that
+  /// `decoder` can decode for this source's job (layered LAZ asked for Z, classification or flags):
+  /// registers them and returns true; read_part then takes their records from `decoder`. Call
+  /// before the first read_part; the decoder must outlive the reads. nullptr takes the chunks back
+  /// (the job is over): later reads decode them as before.
+  virtual bool offload_chunks(bulk_chunk_decoder* decoder)
+  {
+    (void)decoder;
+    return false;
+  }
 
   /// Called once every part has been read: release file handles and buffers (a job over thousands
   /// of files must not hold them all open). A later read_part may reopen.

@@ -1,0 +1,51 @@
+#pragma once
+// Layered LAZ chunks decoded in bulk somewhere else than the reading threads: on the GPU
+// (app/pipeline/laz_gpu_stage.cpp), which decodes thousands of chunks at once while a CPU core
+// decodes one. A LAZ part source whose chunks qualify registers them before the job reads
+// (part_source::offload_chunks), then takes each chunk's records from here instead of decoding it.
+// Host-only; the interface lives in core so that io (the sources) and app (the stage) meet here.
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+namespace heightgrid {
+
+class bulk_chunk_decoder {
+ public:
+  /// Bytes of a record handed out by records(): a LAS 1.4 point14 record's bytes 0-17 (X, Y, Z,
+  /// intensity as 0, returns, flags, classification, user data as 0).
+  static constexpr std::size_t record_bytes = 18;
+
+  /// A file's layered record: the raw first point's length and the layer sizes a chunk lists.
+  struct file_format {
+    std::uint32_t record_length{0};
+    std::uint32_t layer_count{0};
+  };
+  /// A chunk as the file's chunk table gives it.
+  struct chunk {
+    std::uint64_t offset{0};
+    std::uint64_t bytes{0};
+    std::uint32_t points{0};
+  };
+  /// Copies bytes [offset, offset + count) of the file into out; may be called from another thread
+  /// than the one that registered the file; throws heightgrid::error on failure.
+  using reader = std::function<void(std::uint64_t offset, std::size_t count, std::uint8_t* out)>;
+
+  virtual ~bulk_chunk_decoder() = default;
+
+  /// Registers the chunks of a file, in file order, before the job starts reading. Returns the
+  /// number of its first chunk (chunks are numbered in registration order).
+  virtual std::size_t add_file(file_format const& format, std::vector<chunk> const& chunks, reader read) = 0;
+
+  /// Waits for chunk `index`'s records (chunk.points of record_bytes each) and returns them, or
+  /// nullptr when the caller must decode the chunk itself: the bulk decoder failed on it (the
+  /// caller's decoder then names the problem), already handed it out once, or will not reach it
+  /// soon. Each call must be paired with release(index), whatever it returned.
+  [[nodiscard]] virtual std::uint8_t const* records(std::size_t index) = 0;
+  /// The caller is done with chunk `index`'s records.
+  virtual void release(std::size_t index) noexcept = 0;
+};
+
+}  // namespace heightgrid
