@@ -159,6 +159,17 @@ void report_stages(grid_job_report const& r, double input_bytes, double open_s, 
   } else {
     spdlog::debug("GPU: {}", r.gpu_note);
   }
+  if (r.laz_gpu) {
+    auto const& l = r.laz_gpu_stats;
+    spdlog::debug("LAZ on the GPU: {} of {} chunks ({} points) in {} waves; decoder started in {}, compressed bytes "
+                  "read in {}, decode {} (kernels {}, {:.1f} M points/s){}",
+                  with_commas(l.gpu_chunks), with_commas(l.chunks), with_commas(l.points), l.waves,
+                  human_seconds(l.start_s), human_seconds(l.read_s), human_seconds(l.decode_s),
+                  human_seconds(l.kernel_s), l.kernel_s > 0.0 ? static_cast<double>(l.points) / l.kernel_s / 1e6 : 0.0,
+                  l.failure.empty() ? std::string() : "; the rest on the CPU: " + l.failure);
+  } else if (!r.laz_gpu_note.empty()) {
+    spdlog::debug("LAZ on the GPU: {}", r.laz_gpu_note);
+  }
   spdlog::debug("finalize {}, write {}, total {}", human_seconds(r.finalize_s), human_seconds(write_s),
                 human_seconds(total_s));
   // The bound: the largest of the workers' reading, their CPU binning, the copies, the writing.

@@ -6,6 +6,7 @@
 
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/core/host_grid.hpp"
+#include "heightgrid/kernels/gpu.hpp"
 
 #include <omp.h>
 
@@ -103,6 +104,15 @@ class grid_job {
   {
     progress_ = std::make_unique<progress_display>(o_.progress, o_.progress_terminal, 0);
     choose_route();
+    // The sources stop taking records from the LAZ stage when the job ends, however it ends.
+    struct take_back {
+      std::vector<part_source*> const& sources;
+      ~take_back()
+      {
+        for (auto* s : sources) { s->offload_chunks(nullptr); }
+      }
+    } const guard{all_};
+    offload_laz();
     plan_grid();
     for (;;) {
       bool const done = bin_and_write();
@@ -121,6 +131,7 @@ class grid_job {
         report_.gpu_note = "ready after " + human_seconds(gpu_->start_seconds()) + ", but the CPU had finished";
       }
     }
+    if (laz_stage_ != nullptr) { report_.laz_gpu_stats = laz_stage_->report(); }
     return report_;
   }
 
@@ -167,6 +178,58 @@ class grid_job {
     }
     HG_EXPECTS(gpu_ == nullptr || gpu_->batch_points() >= batch_points_, error_kind::internal,
             "grid_job: the GPU stage's batches are smaller than the sources' parts");
+  }
+
+  /// Hands layered LAZ chunks to the GPU decoder when that is worth it (laz_decoder_choice).
+  void offload_laz()
+  {
+    laz_decoder_choice choice = o_.laz_decoder;
+    if (choice == laz_decoder_choice::automatic) {
+      choice = o_.device == device_choice::cpu ? laz_decoder_choice::cpu
+               : o_.device == device_choice::gpu ? laz_decoder_choice::gpu
+                                                 : laz_decoder_choice::automatic;
+    }
+    if (choice == laz_decoder_choice::cpu) {
+      report_.laz_gpu_note = "not used (--device cpu)";
+      return;
+    }
+    auto stage = std::make_unique<laz_gpu_stage>(o_.gpu_device, o_.laz_gpu_sizes);
+    std::vector<part_source*> offloaded;
+    for (auto* s : all_) {
+      if (s->offload_chunks(stage.get())) { offloaded.push_back(s); }
+    }
+    auto const give_back = [&](std::string note) {
+      for (auto* s : offloaded) { s->offload_chunks(nullptr); }
+      report_.laz_gpu_note = std::move(note);
+    };
+    if (offloaded.empty()) {
+      give_back("no layered LAZ chunk the GPU decoder can take");
+      return;
+    }
+    std::uint64_t const points = stage->point_count();
+    if (choice == laz_decoder_choice::automatic) {
+      using policy = auto_device_policy;
+      double const cpu_s = static_cast<double>(points) / (threads_ * policy::laz_cpu_points_per_thread_s);
+      double const waves = std::ceil(static_cast<double>(stage->chunk_count()) / policy::laz_gpu_wave_chunks);
+      double const gpu_s =
+        policy::laz_gpu_start_s + waves * stage->largest_chunk() * policy::laz_gpu_seconds_per_chunk_point;
+      if (points < policy::laz_gpu_min_points || gpu_s >= cpu_s) {
+        std::ostringstream note;
+        note.precision(2);
+        note << std::fixed << "not used: " << points << " LAZ points decode in ~" << cpu_s << " s on " << threads_
+             << " threads, ~" << gpu_s << " s on the GPU";
+        give_back(note.str());
+        return;
+      }
+      std::string reason;
+      if (!gpu_available(&reason)) {
+        give_back("not used: " + reason);
+        return;
+      }
+    }
+    stage->start();
+    laz_stage_ = std::move(stage);
+    report_.laz_gpu = true;
   }
 
   // ---- grid ----------------------------------------------------------------------------------
@@ -626,6 +689,7 @@ class grid_job {
   std::uint64_t order_device_budget_{std::numeric_limits<std::uint64_t>::max()};
 
   bin_route route_{bin_route::cpu};
+  std::unique_ptr<laz_gpu_stage> laz_stage_;  ///< layered LAZ chunks decoded on the GPU, or none
   grid_spec grid_{};
   bool speculative_{false};
   bool no_points_{false};

@@ -16,6 +16,7 @@
 // A grid whose accumulators do not fit the memory budget is done in bands of rows, one pass each.
 
 #include "pipeline/gpu_stage.hpp"
+#include "pipeline/laz_gpu_stage.hpp"
 #include "pipeline/scheduler.hpp"
 
 #include "heightgrid/core/grid_spec.hpp"
@@ -55,7 +56,22 @@ struct auto_device_policy {
   /// on an H200 host with 16 cores (docs/benchmarks.md, "Percentiles"): p5,median,p95,prange of a
   /// LAS of 10^7 points CPU 0.34 s / GPU 0.54 s, 3 * 10^7 CPU 0.81 s / GPU 0.74 s.
   static constexpr std::uint64_t order_gpu_min_points = 25'000'000;
+  /// Layered LAZ chunks go to the GPU decoder (laz_gpu_stage) when the CPU's decoding would take
+  /// longer than the GPU's: the CPU decodes about `laz_cpu_points_per_thread_s` points a second a
+  /// thread (3.7-5.3 M on the lent hosts), the GPU a wave of up to 2000 chunks in about
+  /// `laz_gpu_seconds_per_chunk_point` a point of its largest chunk (the chunks of a wave decode side
+  /// by side, a thread each: 0.56-0.67 s for chunks of 50,000 points on an H200), after a start of
+  /// `laz_gpu_start_s`. Below `laz_gpu_min_points` the GPU is never started for LAZ.
+  static constexpr std::uint64_t laz_gpu_min_points = 20'000'000;
+  static constexpr double laz_cpu_points_per_thread_s = 3.7e6;
+  static constexpr double laz_gpu_seconds_per_chunk_point = 13e-6;
+  static constexpr double laz_gpu_start_s = 0.3;
+  static constexpr std::size_t laz_gpu_wave_chunks = 2000;
 };
+
+/// Which decoder takes layered LAZ chunks: `automatic` follows --device (cpu: the CPU; gpu: the GPU
+/// for every chunk it can decode; auto: by auto_device_policy's estimate).
+enum class laz_decoder_choice { automatic, cpu, gpu };
 
 struct grid_job_options {
   double xres{1.0};
@@ -73,6 +89,8 @@ struct grid_job_options {
   std::uint64_t device_memory{0};            ///< on the device (0: default)
   std::optional<std::uint64_t> read_ahead;   ///< batch bytes read while CUDA starts (default: min(2 GiB, host budget / 4))
   int gpu_device{-1};                        ///< CUDA device of a stage the job starts (-1: the default)
+  laz_decoder_choice laz_decoder{laz_decoder_choice::automatic};
+  laz_gpu_limits laz_gpu_sizes;  ///< the GPU LAZ stage's waves and ring (tests make them small)
   bool progress{false};
   bool progress_terminal{false};
 };
@@ -115,6 +133,9 @@ struct grid_job_report {
   double cpu_bin_busy_s{0.0}; ///< worker time spent binning on the CPU
   double wait_busy_s{0.0};    ///< worker time waiting (batch memory, delivery turn, the GPU)
   gpu_binner_times gpu;
+  bool laz_gpu{false};              ///< layered LAZ chunks went to the GPU decoder (laz_gpu_stage)
+  laz_gpu_stage_report laz_gpu_stats;
+  std::string laz_gpu_note;         ///< why LAZ chunks were (not) decoded on the GPU
   double finalize_s{0.0};     ///< finalize + download of the row windows (the output's time excluded)
   std::uint64_t bytes_read{0};
   std::vector<std::string> warnings;

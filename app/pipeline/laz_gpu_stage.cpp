@@ -1,0 +1,433 @@
+#include "pipeline/laz_gpu_stage.hpp"
+
+#include "heightgrid/core/error.hpp"
+#include "heightgrid/kernels/gpu_binner.hpp"
+#include "heightgrid/kernels/laz_gpu.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <exception>
+
+namespace heightgrid::app {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+double seconds_since(clock_type::time_point t)
+{
+  return std::chrono::duration<double>(clock_type::now() - t).count();
+}
+
+enum class chunk_state : std::uint8_t { pending, ready, failed };
+
+/// Threads reading a group's compressed bytes (page cache to page-locked memory).
+constexpr unsigned reading_threads = 8;
+
+
+}  // namespace
+
+struct laz_gpu_stage::impl {
+  struct file_entry {
+    file_format format;
+    reader read;
+  };
+  struct chunk_entry {
+    chunk c;
+    std::size_t file;
+    std::size_t wave{0};
+    std::size_t group{0};
+    std::uint64_t source{0};        // in the wave's compressed buffer
+    std::uint64_t first_record{0};  // in the wave's records
+    chunk_state state{chunk_state::pending};
+    bool handed{false};
+    bool released{false};
+    bool in_wave{false};  // counted in its wave's `unhanded`
+  };
+  struct wave_entry {
+    std::size_t first{0}, end{0};  // chunks
+    std::uint64_t compressed{0}, points{0};
+    std::size_t unhanded{0};  // chunks no reader has asked for yet
+  };
+  /// Consecutive chunks of a wave whose records travel together through one ring slot.
+  struct group_entry {
+    std::size_t first{0}, end{0};  // chunks
+    std::size_t wave{0};
+    std::uint64_t first_record{0}, points{0};  // in the wave's records
+    std::size_t remaining{0};                  // chunks not yet released
+    std::size_t slot{0};
+    bool ready{false};
+  };
+
+  int device;
+  laz_gpu_limits limits;
+  // The page-locked ring between the device and the readers: compressed bytes go up and records
+  // come down through it, a group of chunks a slot. 16 workers hold at most 16 parts of ~5 chunks
+  // (2^18 points) at once, ~5 M records = 86 MiB: eight 32 MiB slots (the default) keep them busy.
+  std::size_t ring_slots;
+  std::uint64_t ring_slot_bytes;
+  std::vector<file_entry> files;
+  std::vector<chunk_entry> chunks;
+  std::uint64_t points{0};
+  std::uint32_t largest{0};
+
+  mutable std::mutex mutex;
+  std::condition_variable changed;
+  bool started{false};
+  bool planned{false};
+  bool failed_all{false};
+  bool stop{false};
+  std::vector<wave_entry> waves;
+  std::vector<group_entry> groups;
+  std::size_t oldest{0};          // first group with chunks not released
+  std::size_t first_unhanded{0};  // first wave with chunks no reader has asked for
+  std::vector<std::uint8_t*> slots;
+  laz_gpu_stage_report stats;
+  std::unique_ptr<laz_gpu_decoder> decoder;
+  std::thread worker;
+
+  impl(int dev, laz_gpu_limits lim)
+    : device(dev), limits(lim), ring_slots(std::max<std::size_t>(1, lim.ring_slots)),
+      ring_slot_bytes(std::max<std::uint64_t>(1, lim.slot_bytes))
+  {
+  }
+
+  void fail_everything(std::string const& why)
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    failed_all = true;
+    if (stats.failure.empty()) { stats.failure = why; }
+    changed.notify_all();
+  }
+
+  /// Waves of consecutive chunks of one format, at most `max_chunks` and `max_device_bytes` each;
+  /// groups of consecutive chunks of a wave whose records and compressed bytes fit a ring slot.
+  void plan(std::size_t max_chunks, std::uint64_t max_device_bytes)
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto const same_format = [&](std::size_t a, std::size_t b) {
+      return files[chunks[a].file].format.record_length == files[chunks[b].file].format.record_length &&
+             files[chunks[a].file].format.layer_count == files[chunks[b].file].format.layer_count;
+    };
+    for (std::size_t i = 0; i < chunks.size(); ++i) {
+      chunk_entry& e = chunks[i];
+      if (e.c.points == 0 || std::max<std::uint64_t>(e.c.bytes, std::uint64_t{e.c.points} * record_bytes) > ring_slot_bytes) {
+        // A chunk of no points (lazrs ends files of variable chunks with one), or larger than a
+        // ring slot (over 1.8 M points by default), stays with the readers.
+        e.state = chunk_state::failed;
+        ++stats.skipped;
+        e.wave = waves.empty() ? 0 : waves.size() - 1;
+        e.group = groups.size();
+        groups.push_back({i, i + 1, e.wave, 0, 0, e.released ? 0U : 1U, 0, true});
+        continue;
+      }
+      std::uint64_t const device_bytes = e.c.bytes + std::uint64_t{e.c.points} * record_bytes;
+      bool const new_wave = waves.empty() || waves.back().end - waves.back().first >= max_chunks ||
+                            !same_format(waves.back().first, i) ||
+                            waves.back().compressed + waves.back().points * record_bytes + device_bytes > max_device_bytes;
+      if (new_wave) { waves.push_back({i, i, 0, 0, 0}); }
+      wave_entry& w = waves.back();
+      std::uint64_t const slot_bytes = std::max<std::uint64_t>(e.c.bytes, std::uint64_t{e.c.points} * record_bytes);
+      bool const new_group = new_wave || groups.empty() || groups.back().end != i ||
+                             std::max(groups.back().points * record_bytes, slot_used(groups.back())) + slot_bytes >
+                               ring_slot_bytes;
+      if (new_group) { groups.push_back({i, i, waves.size() - 1, w.points, 0, 0, 0, false}); }
+      group_entry& g = groups.back();
+      e.wave = waves.size() - 1;
+      e.group = groups.size() - 1;
+      e.source = w.compressed;
+      e.first_record = w.points;
+      w.compressed += e.c.bytes;
+      w.points += e.c.points;
+      w.end = i + 1;
+      e.in_wave = true;
+      if (!e.handed) { ++w.unhanded; }
+      g.points += e.c.points;
+      g.end = i + 1;
+      if (!e.released) { ++g.remaining; }
+    }
+    oldest = 0;
+    while (oldest < groups.size() && groups[oldest].remaining == 0) { ++oldest; }
+    first_unhanded = 0;
+    while (first_unhanded < waves.size() && waves[first_unhanded].unhanded == 0) { ++first_unhanded; }
+    planned = true;
+    changed.notify_all();
+  }
+
+  /// Compressed bytes of a group's chunks (they pass through the group's slot on the way up).
+  std::uint64_t slot_used(group_entry const& g) const
+  {
+    std::uint64_t bytes = 0;
+    for (std::size_t i = g.first; i < g.end; ++i) {
+      if (chunks[i].state != chunk_state::failed) { bytes += chunks[i].c.bytes; }
+    }
+    return bytes;
+  }
+
+  /// Reads a group's compressed bytes into `out` (its chunks side by side) on several threads.
+  void read_group(group_entry const& g, std::uint8_t* out)
+  {
+    std::uint64_t const base = chunks[g.first].source;
+    std::atomic<std::size_t> next{g.first};
+    std::exception_ptr failure;
+    std::mutex failure_mutex;
+    auto const work = [&] {
+      for (std::size_t i; (i = next.fetch_add(1)) < g.end;) {
+        chunk_entry const& e = chunks[i];
+        if (e.state == chunk_state::failed) { continue; }
+        try {
+          files[e.file].read(e.c.offset, static_cast<std::size_t>(e.c.bytes), out + (e.source - base));
+        } catch (...) {
+          std::lock_guard<std::mutex> lock(failure_mutex);
+          if (!failure) { failure = std::current_exception(); }
+        }
+      }
+    };
+    std::size_t const n = std::min<std::size_t>(reading_threads, g.end - g.first);
+    std::vector<std::thread> pool;
+    for (std::size_t t = 1; t < n; ++t) { pool.emplace_back(work); }
+    work();
+    for (auto& t : pool) { t.join(); }
+    if (failure) { std::rethrow_exception(failure); }
+  }
+
+  /// Waits until group k may use its slot: the group that used it before is released.
+  bool wait_for_slot(std::size_t k)
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    changed.wait(lock, [&] { return stop || k < slots.size() || oldest > k - slots.size(); });
+    return !stop;
+  }
+
+  void decode_wave(std::size_t w_index, std::size_t& next_group)
+  {
+    wave_entry const& w = waves[w_index];
+    std::size_t const first_group = next_group;
+    std::size_t end_group = first_group;
+    while (end_group < groups.size() && groups[end_group].wave == w_index) { ++end_group; }
+    next_group = end_group;
+    // The wave's records stay on the device until every group of the previous wave was handed
+    // out: the device buffers are reused.
+    {
+      std::unique_lock<std::mutex> lock(mutex);
+      changed.wait(lock, [&] { return stop || oldest >= first_group; });
+      if (stop) { return; }
+    }
+    decoder->reserve(w.compressed, w.points);
+    // Up: each group's compressed bytes through a ring slot (the groups of the previous wave are
+    // all released, so every slot is free).
+    auto const t_read = clock_type::now();
+    bool read_ok = true;
+    for (std::size_t k = first_group; k < end_group; ++k) {
+      group_entry const& g = groups[k];
+      std::uint8_t* const slot = slots[k % slots.size()];
+      try {
+        read_group(g, slot);
+      } catch (std::exception const&) {
+        read_ok = false;  // the readers' own decoding reads again and names the problem
+        break;
+      }
+      decoder->upload(slot, slot_used(g), chunks[g.first].source);
+    }
+    double const read_s = seconds_since(t_read);
+    std::vector<laz_gpu_status> status;
+    std::vector<std::size_t> decoded;  // the chunk of each status
+    laz_gpu_times times;
+    auto const t_decode = clock_type::now();
+    if (read_ok) {
+      std::vector<laz_gpu_chunk> jobs;
+      jobs.reserve(w.end - w.first);
+      std::vector<std::size_t> index;
+      for (std::size_t i = w.first; i < w.end; ++i) {
+        chunk_entry const& e = chunks[i];
+        if (e.state == chunk_state::failed) { continue; }
+        jobs.push_back({e.source, e.c.bytes, e.first_record, e.c.points});
+        index.push_back(i);
+      }
+      file_format const& f = files[chunks[w.first].file].format;
+      laz_gpu_format const format{f.record_length, f.layer_count, true, true, true};
+      status = decoder->decode(format, jobs, &times);
+      decoded = std::move(index);
+    }
+    double const decode_s = seconds_since(t_decode);
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (!read_ok) {
+        for (std::size_t i = w.first; i < w.end; ++i) { chunks[i].state = chunk_state::failed; }
+      }
+      for (std::size_t j = 0; j < status.size(); ++j) {
+        if (status[j] != laz_gpu_status::ok) { chunks[decoded[j]].state = chunk_state::failed; }
+      }
+      ++stats.waves;
+      stats.read_s += read_s;
+      stats.decode_s += decode_s;
+      stats.kernel_s += times.decode_ms / 1e3;
+      changed.notify_all();
+    }
+    // Down: group by group into the ring, as the readers free its slots.
+    for (std::size_t k = first_group; k < end_group; ++k) {
+      if (!wait_for_slot(k)) { return; }
+      group_entry const& g = groups[k];
+      std::uint8_t* const slot = slots[k % slots.size()];
+      if (read_ok) { decoder->download(g.first_record, g.points, slot, &times); }
+      std::lock_guard<std::mutex> lock(mutex);
+      groups[k].slot = k % slots.size();
+      groups[k].ready = true;
+      for (std::size_t i = g.first; i < g.end; ++i) {
+        if (chunks[i].state == chunk_state::pending) { chunks[i].state = chunk_state::ready; }
+      }
+      changed.notify_all();
+    }
+    std::lock_guard<std::mutex> lock(mutex);
+    stats.download_s += times.download_ms / 1e3;
+  }
+
+  void run()
+  {
+    auto const t0 = clock_type::now();
+    try {
+      std::string reason;
+      if (!start_gpu(&reason, device)) { throw error(error_kind::device, reason); }
+      decoder = std::make_unique<laz_gpu_decoder>(0, 1);
+    } catch (std::exception const& e) {
+      fail_everything(e.what());
+      return;
+    }
+    try {
+      // Waves hold their compressed bytes and records on the device: at most half its free memory.
+      std::size_t const wave_chunks = limits.wave_chunks != 0 ? limits.wave_chunks : decoder->threads();
+      plan(wave_chunks, std::max<std::uint64_t>(decoder->free_device_bytes() / 2, 1));
+      std::size_t const n = std::min<std::size_t>(ring_slots, groups.size());
+      for (std::size_t k = 0; k < n; ++k) { slots.push_back(decoder->pinned(ring_slot_bytes)); }
+      {
+        std::lock_guard<std::mutex> lock(mutex);
+        stats.start_s = seconds_since(t0);
+      }
+      std::size_t next_group = 0;
+      for (std::size_t w = 0; w < waves.size(); ++w) {
+        decode_wave(w, next_group);
+        std::lock_guard<std::mutex> lock(mutex);
+        if (stop) { return; }
+      }
+    } catch (std::exception const& e) {
+      // A device failure (or pinned memory refused): the chunks not yet decoded go back to the readers.
+      std::lock_guard<std::mutex> lock(mutex);
+      for (auto& c : chunks) {
+        if (c.state == chunk_state::pending) { c.state = chunk_state::failed; }
+      }
+      if (stats.failure.empty()) { stats.failure = e.what(); }
+      changed.notify_all();
+    }
+  }
+};
+
+laz_gpu_stage::laz_gpu_stage(int device, laz_gpu_limits limits) : impl_(std::make_unique<impl>(device, limits)) {}
+
+laz_gpu_stage::~laz_gpu_stage()
+{
+  {
+    std::lock_guard<std::mutex> lock(impl_->mutex);
+    impl_->stop = true;
+    impl_->changed.notify_all();
+  }
+  if (impl_->worker.joinable()) { impl_->worker.join(); }
+}
+
+std::size_t laz_gpu_stage::add_file(file_format const& format, std::vector<chunk> const& chunks, reader read)
+{
+  impl& s = *impl_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  HG_EXPECTS(!s.started, error_kind::internal, "laz_gpu_stage: a file registered after start()");
+  std::size_t const first = s.chunks.size();
+  s.files.push_back({format, std::move(read)});
+  for (auto const& c : chunks) {
+    impl::chunk_entry e;
+    e.c = c;
+    e.file = s.files.size() - 1;
+    s.chunks.push_back(e);
+    s.points += c.points;
+    s.largest = std::max(s.largest, c.points);
+  }
+  return first;
+}
+
+std::size_t laz_gpu_stage::chunk_count() const
+{
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->chunks.size();
+}
+
+std::uint64_t laz_gpu_stage::point_count() const
+{
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->points;
+}
+
+std::uint32_t laz_gpu_stage::largest_chunk() const
+{
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->largest;
+}
+
+void laz_gpu_stage::start()
+{
+  impl& s = *impl_;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    HG_EXPECTS(!s.started, error_kind::internal, "laz_gpu_stage: started twice");
+    s.started = true;
+    if (s.chunks.empty()) { return; }
+  }
+  s.worker = std::thread([&s] { s.run(); });
+}
+
+std::uint8_t const* laz_gpu_stage::records(std::size_t index)
+{
+  impl& s = *impl_;
+  std::unique_lock<std::mutex> lock(s.mutex);
+  if (!s.started || index >= s.chunks.size()) { return nullptr; }
+  impl::chunk_entry& e = s.chunks[index];
+  if (e.handed) { return nullptr; }  // a later pass: the wave's buffer may hold other records now
+  s.changed.wait(lock, [&] { return s.planned || s.failed_all || s.stop; });
+  e.handed = true;
+  if (!s.planned || s.stop) { return nullptr; }
+  if (e.in_wave) {
+    impl::wave_entry& w = s.waves[e.wave];
+    if (--w.unhanded == 0) {
+      while (s.first_unhanded < s.waves.size() && s.waves[s.first_unhanded].unhanded == 0) { ++s.first_unhanded; }
+    }
+  }
+  // Waiting is safe only for what the stage reaches without help from readers that have not come
+  // yet: a group within the ring's reach of the oldest one in use, in a wave before which every
+  // chunk is in some reader's hands (a wave starts once the one before is released).
+  if (e.group >= s.oldest + s.ring_slots || e.wave > s.first_unhanded) { return nullptr; }
+  s.changed.wait(lock, [&] { return e.state != chunk_state::pending || s.stop; });
+  if (e.state != chunk_state::ready || s.stop) { return nullptr; }
+  ++s.stats.gpu_chunks;
+  impl::group_entry const& g = s.groups[e.group];
+  return s.slots[g.slot] + (e.first_record - g.first_record) * record_bytes;
+}
+
+void laz_gpu_stage::release(std::size_t index) noexcept
+{
+  impl& s = *impl_;
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (index >= s.chunks.size() || s.chunks[index].released) { return; }
+  s.chunks[index].released = true;
+  if (!s.planned) { return; }  // counted when the groups are planned
+  impl::group_entry& g = s.groups[s.chunks[index].group];
+  --g.remaining;
+  while (s.oldest < s.groups.size() && s.groups[s.oldest].remaining == 0) { ++s.oldest; }
+  s.changed.notify_all();
+}
+
+laz_gpu_stage_report laz_gpu_stage::report() const
+{
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  laz_gpu_stage_report r = impl_->stats;
+  r.chunks = impl_->chunks.size();
+  r.points = impl_->points;
+  return r;
+}
+
+}  // namespace heightgrid::app

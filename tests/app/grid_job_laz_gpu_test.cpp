@@ -1,0 +1,148 @@
+// Layered LAZ chunks decoded on the GPU (laz_gpu_stage) in a whole grid job, against the same job
+// decoding on the CPU: equal bands always; on a machine without a GPU the stage fails to start and
+// every chunk goes back to the readers (checked here too), on the GPU machine every chunk must come
+// from the GPU.
+
+#include "pipeline_fixtures.hpp"
+
+#include "pipeline/grid_job.hpp"
+
+#include "heightgrid/core/error.hpp"
+#include "heightgrid/io/las_reader.hpp"
+#include "heightgrid/kernels/gpu.hpp"
+#include "test_paths.hpp"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace heightgrid::app {
+namespace {
+
+using pipeline_fixtures::expect_bands;
+using pipeline_fixtures::extremes;
+using pipeline_fixtures::job_options;
+using pipeline_fixtures::memory_output;
+
+std::vector<std::unique_ptr<part_source>> open_all(std::vector<std::string> const& paths, std::size_t part)
+{
+  std::vector<std::unique_ptr<part_source>> sources;
+  for (auto const& p : paths) { sources.push_back(io::open_las_parts(p, part)); }
+  return sources;
+}
+
+std::vector<std::string> layered_files()
+{
+  std::vector<std::string> files = {(test::data_dir() / "layered_dims_pdrf8.laz").string(),
+                                    (test::data_dir() / "lazrs_variable_chunks_pf6.laz").string()};
+  if (!test::real_data_dir().empty()) { files.push_back((test::real_data_dir() / "lasR/las14_pdrf6.laz").string()); }
+  return files;
+}
+
+TEST(GridJob, LazChunksDecodedOnTheGpuGridAsOnTheCpu)
+{
+  metric_request r = extremes();
+  r.count = true;
+  std::vector<std::vector<std::string>> jobs;
+  for (auto const& f : layered_files()) { jobs.push_back({f}); }
+  jobs.push_back(layered_files());  // several files in one job: their chunks share waves
+  // The product's sizes, and small ones: waves of 3 chunks, slots of one chunk's records, two slots
+  // (many waves, groups and ring turns; chunks beyond the ring's reach go back to the readers).
+  laz_gpu_limits small;
+  small.wave_chunks = 3;
+  small.ring_slots = 2;
+  small.slot_bytes = 3000;
+  for (auto const& paths : jobs) {
+   for (auto const& limits : {laz_gpu_limits{}, small}) {
+    for (std::size_t part : {std::size_t{3}, std::size_t{1} << 18}) {
+      SCOPED_TRACE(paths.front() + " (" + std::to_string(paths.size()) + " files), part " + std::to_string(part) +
+                   (limits.wave_chunks != 0 ? ", small waves and ring" : ""));
+      auto o = job_options(r, paths.size() > 1 ? 1000.0 : 0.5, device_choice::cpu, 4);
+      auto const cpu_sources = open_all(paths, part);
+      memory_output cpu;
+      auto const want = run_grid_job(cpu_sources, o, cpu);
+      EXPECT_FALSE(want.laz_gpu);
+
+      o.laz_decoder = laz_decoder_choice::gpu;
+      o.laz_gpu_sizes = limits;
+      auto const gpu_sources = open_all(paths, part);
+      memory_output gpu;
+      auto const got = run_grid_job(gpu_sources, o, gpu);
+      ASSERT_TRUE(got.laz_gpu);
+      expect_bands(gpu.bands, cpu.bands, r);
+      EXPECT_EQ(got.binned, want.binned);
+      EXPECT_EQ(got.read.filtered.points_in, want.read.filtered.points_in);
+      auto const& l = got.laz_gpu_stats;
+      EXPECT_GT(l.chunks, 0U);
+      if (gpu_available()) {
+        EXPECT_TRUE(l.failure.empty()) << l.failure;
+        if (limits.wave_chunks == 0) {
+          EXPECT_EQ(l.gpu_chunks + l.skipped, l.chunks);
+        } else {
+          // Chunks over 166 points (3000 bytes of records) stay with the readers, and so may chunks
+          // the four readers ask for beyond the ring's reach; the others come from the GPU.
+          EXPECT_LE(l.gpu_chunks + l.skipped, l.chunks);
+          if (l.chunks > l.skipped + 3) {
+            EXPECT_GT(l.gpu_chunks, 0U);
+            EXPECT_GT(l.waves, 1U);
+          }
+        }
+      } else {
+        EXPECT_EQ(l.gpu_chunks, 0U);
+        EXPECT_FALSE(l.failure.empty());
+      }
+    }
+   }
+  }
+}
+
+TEST(GridJob, ALazChunkTheGpuRejectsIsNamedByTheCpuDecoder)
+{
+  // Layer sizes of the second chunk overwritten: the GPU decoder rejects the chunk, the CPU decoder
+  // reports it, as a job on the CPU alone does.
+  auto const source = test::data_dir() / "lazrs_variable_chunks_pf6.laz";
+  auto const dir = std::filesystem::temp_directory_path() / ("hg_laz_gpu_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  auto const bad = dir / "bad.laz";
+  std::filesystem::copy_file(source, bad, std::filesystem::copy_options::overwrite_existing);
+  {
+    auto probe = io::open_las_parts(bad.string(), 1);
+    ASSERT_GE(probe->part_count().value_or(0), 2U);
+  }
+  {
+    // The first chunk starts after the 8-byte chunk table offset at offset_to_point_data; its
+    // header (first point, count, layer sizes) is ~70 bytes: bytes 100-160 fall in its layers.
+    std::fstream f(bad, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekg(96);
+    std::uint32_t offset_to_points = 0;
+    f.read(reinterpret_cast<char*>(&offset_to_points), 4);
+    f.seekp(offset_to_points + 8 + 30 + 4);
+    std::string const junk(36, '\xFF');  // every point14 layer size 0xFFFFFFFF: past the chunk
+    f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
+  }
+  auto const message = [&](laz_decoder_choice choice) {
+    auto o = job_options(extremes(), 0.5, device_choice::cpu, 2);
+    o.laz_decoder = choice;
+    auto const sources = open_all({bad.string()}, 5);
+    memory_output out;
+    try {
+      (void)run_grid_job(sources, o, out);
+    } catch (error const& e) {
+      EXPECT_EQ(e.kind(), error_kind::input);
+      return std::string(e.what());
+    }
+    ADD_FAILURE() << "no error";
+    return std::string();
+  };
+  std::string const cpu = message(laz_decoder_choice::cpu);
+  EXPECT_NE(cpu.find("bad.laz: chunk 0"), std::string::npos) << cpu;
+  EXPECT_EQ(message(laz_decoder_choice::gpu), cpu);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace heightgrid::app
