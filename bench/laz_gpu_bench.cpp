@@ -2,7 +2,7 @@
 // decoder, and timed. All chunks of all files given go to the device in one decode() (a directory
 // of tiles is one batch), after their compressed bytes were read into page-locked memory.
 //
-//   laz_gpu_bench [--threads N] [--lanes L] [--reps R] [--check] FILE.laz...
+//   laz_gpu_bench [--threads N] [--mapping thread|layers] [--reps R] [--check] FILE.laz...
 //
 // --check decodes every chunk on the CPU too (all cores) and compares the records' first 30
 // bytes; exit 1 on the first difference. Prints the read, upload, decode and download times
@@ -51,7 +51,7 @@ double median(std::vector<double> v)
 int run(int argc, char** argv)
 {
   std::size_t threads = 0;
-  unsigned lanes = 8;
+  laz_gpu_mapping mapping = laz_gpu_mapping::layer_per_lane;
   int reps = 3;
   bool check = false;
   std::vector<std::string> paths;
@@ -59,8 +59,8 @@ int run(int argc, char** argv)
     std::string const a = argv[i];
     if (a == "--threads" && i + 1 < argc) {
       threads = std::strtoull(argv[++i], nullptr, 10);
-    } else if (a == "--lanes" && i + 1 < argc) {
-      lanes = static_cast<unsigned>(std::strtoul(argv[++i], nullptr, 10));
+    } else if (a == "--mapping" && i + 1 < argc) {
+      mapping = std::string(argv[++i]) == "thread" ? laz_gpu_mapping::chunk_per_thread : laz_gpu_mapping::layer_per_lane;
     } else if (a == "--reps" && i + 1 < argc) {
       reps = std::atoi(argv[++i]);
     } else if (a == "--check") {
@@ -70,7 +70,7 @@ int run(int argc, char** argv)
     }
   }
   if (paths.empty()) {
-    std::fprintf(stderr, "usage: laz_gpu_bench [--threads N] [--lanes L] [--reps R] [--check] FILE.laz...\n");
+    std::fprintf(stderr, "usage: laz_gpu_bench [--threads N] [--mapping thread|layers] [--reps R] [--check] FILE.laz...\n");
     return 2;
   }
 
@@ -103,7 +103,7 @@ int run(int argc, char** argv)
   }
   double const open_s = seconds_since(t_open);
 
-  laz_gpu_decoder decoder(threads, lanes);
+  laz_gpu_decoder decoder(threads, mapping);
   std::uint8_t* const compressed = decoder.pinned(compressed_bytes);
   std::uint8_t* const records = decoder.pinned(points * laz_gpu_record_bytes);
   std::vector<double> read_s;
@@ -146,9 +146,9 @@ int run(int argc, char** argv)
   }
   std::size_t bad = 0;
   for (auto s : status) { bad += s != laz_gpu_status::ok ? 1 : 0; }
-  std::printf("files %zu  chunks %zu  points %llu  compressed %.1f MB  open %.3f s  decoder threads %zu lanes %u\n",
+  std::printf("files %zu  chunks %zu  points %llu  compressed %.1f MB  open %.3f s  chunks at once %zu, mapping %s\n",
               files.size(), chunks.size(), static_cast<unsigned long long>(points), compressed_bytes / 1e6, open_s,
-              decoder.threads(), lanes);
+              decoder.threads(), mapping == laz_gpu_mapping::chunk_per_thread ? "thread" : "layers");
   std::printf("read %.3f s  upload %.1f ms  decode %.1f ms  download %.1f ms  reserve+upload+decode+download wall %.3f s  = %.1f M points/s "
               "(decode kernel %.1f M points/s)  chunks not ok: %zu\n",
               median(read_s), median(up), median(dec), median(down), median(wall), points / median(wall) / 1e6,

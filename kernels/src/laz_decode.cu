@@ -7,10 +7,9 @@
 // registers. Models are reset on first use after a channel starts (a stamp per model), as the CPU
 // decoder does for its context models: a chunk touches a few dozen of its ~300 models.
 //
-// Mapping: one thread per chunk, `lanes` threads of each 32-thread block (the others return at
-// once): lanes of a warp decode different chunks and diverge on every data-dependent branch, so
-// fewer of them per warp trade occupancy for less serialisation. Threads take chunks from an
-// atomic counter until none are left.
+// Mappings (laz_gpu_mapping): chunk_per_thread, one thread decodes a chunk's layers in turn;
+// layer_per_lane, four lanes of a warp decode a chunk's XY, Z, classification and flags layers
+// side by side (see below). Blocks take chunks from an atomic counter until none are left.
 
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/kernels/laz_gpu.hpp"
@@ -20,6 +19,7 @@
 #include "detail/infra/device_buffer.cuh"
 #include "detail/infra/device_context.cuh"
 
+#include <cuda/atomic>
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -344,8 +344,15 @@ struct point14_last {
   std::uint8_t return_number, number_of_returns, flags, channel, classification;
 };
 
+/// The roles of the lanes of a layer-per-lane block (laz_gpu_mapping::layer_per_lane).
+enum role : unsigned { role_xy, role_z, role_classification, role_flags, roles };
+
 struct channel_state {
-  std::uint32_t stamp;
+  std::uint32_t stamp;              // chunk_per_thread: every model's
+  std::uint32_t role_stamp[roles];  // layer_per_lane: the models of each role's layer
+  // layer_per_lane: the last Z, classification and flags of the channel, each kept by its lane.
+  std::int32_t z_last;
+  std::uint8_t classification_last, flags_last;
   bool last_gps_changed;
   point14_last last;
   symbol_model changed[8];  // 128
@@ -396,6 +403,7 @@ __host__ __device__ std::size_t lay_out(channel_state* c, std::uint16_t* arena)
   for (int i = 0; i < 64; ++i) { place(c != nullptr ? c->flags + i : nullptr, 64); }
   if (c != nullptr) {
     c->stamp = 0;
+    for (auto& r : c->role_stamp) { r = 0; }
     c->dx.zero.stamp = c->dy.zero.stamp = c->z.zero.stamp = 0;
     c->dx.corrector[0].stamp = c->dy.corrector[0].stamp = c->z.corrector[0].stamp = 0;
   }
@@ -478,7 +486,6 @@ struct decode_params {
   channel_state* channels;  // channels_per_slot a slot
   std::uint32_t* epochs;    // a slot's last stamp
   unsigned long long* next_chunk;
-  unsigned lanes;
   std::uint32_t record_length;
   std::uint32_t layer_count;
   bool z, classification, flags;
@@ -625,11 +632,14 @@ __device__ laz_gpu_status decode_chunk(decode_params const& p, laz_gpu_chunk con
   return laz_gpu_status::ok;
 }
 
+/// chunk_per_thread: one thread decodes a chunk, every layer in turn. One active thread a block
+/// (32 threads): lanes of a warp on different chunks diverge on every data-dependent branch, and
+/// the measured throughput fell with every lane added (1 lane 150 M points/s, 4 lanes 119, 8 lanes
+/// 91, 32 lanes 46 on an H200, 10^8 points in 2000 chunks).
 __global__ void decode_chunk_per_thread_kernel(decode_params p)
 {
-  unsigned const lane = threadIdx.x;
-  if (lane >= p.lanes) { return; }
-  std::size_t const slot = blockIdx.x * std::size_t{p.lanes} + lane;
+  if (threadIdx.x != 0) { return; }
+  std::size_t const slot = blockIdx.x;
   channel_state* const channels = p.channels + slot * channels_per_slot;
   std::uint32_t epoch = p.epochs[slot];
   for (;;) {
@@ -640,12 +650,316 @@ __global__ void decode_chunk_per_thread_kernel(decode_params p)
   p.epochs[slot] = epoch;
 }
 
+
+// ------------------------------------------------------------------------------------------
+// layer_per_lane: the layers of a chunk decoded side by side
+// ------------------------------------------------------------------------------------------
+//
+// A block of one warp takes a chunk; lane 0 decodes the channel/returns/XY layer and lanes 1-3 the
+// Z, classification and flags layers, each with its own coder and models (the other lanes idle).
+// Lanes of one warp diverge here on purpose: independent thread scheduling (sm_70 on) interleaves
+// their paths, so one lane's memory waits hide behind another's, and a lane may spin on another.
+// (Four warps a block, a warp a layer, would fit only 8 blocks a multiprocessor at the kernel's 64
+// registers a thread: half the chunks of a wave.) The XY lane runs ahead: it writes X, Y, the returns byte, the channel (in the flags byte) and
+// the Z context k (in the Z slot) of each point into the record and publishes how many records
+// hold them in shared memory; the others follow, read what they need from the record and write
+// their own bytes (Z 8-11, flags 15, classification and user data 16-17). The chunk's time is
+// the XY layer's rather than the sum of all four. Each lane tracks the scanner channels itself
+// (they switch on the XY lane's word) and keeps its own per-channel state and stamps.
+
+struct block_chunk {
+  unsigned long long chunk;
+  laz_gpu_status status;
+  std::uint32_t points;
+  std::uint8_t const* layer_data[4];
+  std::uint32_t layer_size[4];
+  point14_last first;
+  std::uint32_t progress;  // records [0, progress) hold the XY lane's bytes
+  std::uint32_t abort;     // the XY layer failed: the others stop
+  std::uint32_t overrun[roles];
+};
+
+/// Checks the chunk header and fills `sh` (layers, first point); writes record 0.
+__device__ laz_gpu_status start_chunk(decode_params const& p, laz_gpu_chunk const& chunk, block_chunk& sh)
+{
+  std::uint8_t const* const data = p.compressed + chunk.source;
+  std::uint64_t const size = chunk.source_bytes;
+  std::uint64_t const header = p.record_length + 4ull + 4ull * p.layer_count;
+  if (size < header) { return laz_gpu_status::short_header; }
+  std::uint32_t const points = load_u32(data + p.record_length);
+  if (points == 0 || points != chunk.points) { return laz_gpu_status::bad_point_count; }
+  std::uint64_t position = header;
+  for (std::uint32_t l = 0; l < p.layer_count; ++l) {
+    std::uint32_t const bytes = load_u32(data + p.record_length + 4 + 4 * l);
+    if (bytes > size - position) { return laz_gpu_status::layer_past_end; }
+    if (l < 4) {
+      sh.layer_data[l] = data + position;
+      sh.layer_size[l] = bytes;
+    }
+    position += bytes;
+  }
+  if (points > 1 && sh.layer_size[layer_xy] == 0) { return laz_gpu_status::empty_xy_layer; }
+  sh.points = points;
+  point14_last& first = sh.first;
+  first.x = static_cast<std::int32_t>(load_u32(data));
+  first.y = static_cast<std::int32_t>(load_u32(data + 4));
+  first.z = p.z ? static_cast<std::int32_t>(load_u32(data + 8)) : 0;
+  first.return_number = data[14] & 0x0F;
+  first.number_of_returns = data[14] >> 4;
+  first.flags = p.flags ? static_cast<std::uint8_t>((data[15] & 0x0F) | ((data[15] >> 2) & 0x30)) : 0;
+  first.channel = (data[15] >> 4) & 3;
+  first.classification = p.classification ? data[16] : 0;
+  store_record(first, p.records + chunk.first_record * laz_gpu_record_bytes);
+  return laz_gpu_status::ok;
+}
+
+/// The XY lane's part: channel, returns, X and Y of points 1.. ; returns false when its layer ran
+/// past its end (the chunk is then rejected).
+__device__ bool decode_xy_layer(block_chunk& sh, std::uint8_t* out, channel_state* slot, std::uint32_t& epoch)
+{
+  range_decoder xy;
+  xy.init(sh.layer_data[layer_xy], sh.layer_size[layer_xy]);
+  point14_last const first = sh.first;
+  unsigned active = 0;
+  auto activate = [&](unsigned channel, point14_last const& from) {
+    channel_state& ch = slot[channel];
+    active |= 1u << channel;
+    ch.role_stamp[role_xy] = ++epoch;
+    ch.last = from;
+    ch.last_gps_changed = false;
+    for (auto& m : ch.dx_median) { m.reset(); }
+    for (auto& m : ch.dy_median) { m.reset(); }
+  };
+  unsigned current = first.channel;
+  activate(current, first);
+  channel_state* ch = slot + current;
+  std::uint32_t const points = sh.points;
+  // Publishes records to the other lanes: a release store, read with acquire loads (wait_for_xy).
+  cuda::atomic_ref<std::uint32_t, cuda::thread_scope_block> const progress(sh.progress);
+  for (std::uint32_t i = 1; i < points; ++i) {
+    if (i % overrun_check_interval == 0 && xy.overrun > overrun_tolerance) { return false; }
+    std::uint32_t stamp = ch->role_stamp[role_xy];
+    unsigned changed;
+    {
+      point14_last const& prev = ch->last;
+      unsigned const ctx = (prev.return_number == 1 ? 1u : 0u) |
+                           (prev.return_number >= prev.number_of_returns ? 2u : 0u) |
+                           (ch->last_gps_changed ? 4u : 0u);
+      changed = xy.decode_symbol(use(ch->changed[ctx], stamp));
+    }
+    if (changed & changed_channel) {
+      unsigned const step = xy.decode_symbol(use(ch->channel_step, stamp));
+      unsigned const next = (current + step + 1) & 3u;
+      if ((active & (1u << next)) == 0) { activate(next, ch->last); }
+      current = next;
+      ch = slot + next;
+      ch->last.channel = static_cast<std::uint8_t>(next);
+      stamp = ch->role_stamp[role_xy];
+    }
+    point14_last& pt = ch->last;
+    unsigned const gps_changed = (changed & changed_gps_time) ? 1u : 0u;
+    unsigned n = pt.number_of_returns;
+    if (changed & changed_number_of_returns) {
+      n = xy.decode_symbol(use(ch->number_of_returns[n & 15], stamp)) & 15;
+      pt.number_of_returns = static_cast<std::uint8_t>(n);
+    }
+    unsigned r = pt.return_number;
+    switch (changed & changed_return_number_mask) {
+      case 0: break;
+      case 1: r = (r + 1) & 15; break;
+      case 2: r = (r + 15) & 15; break;
+      default:
+        if (gps_changed) {
+          r = xy.decode_symbol(use(ch->return_number[r & 15], stamp)) & 15;
+        } else {
+          r = (r + xy.decode_symbol(use(ch->return_step, stamp)) + 2) & 15;
+        }
+        break;
+    }
+    pt.return_number = static_cast<std::uint8_t>(r);
+    unsigned const single = n == 1 ? 1u : 0u;
+    unsigned const m = (unsigned{xy_predictor_of_return[n][r]} << 1) | gps_changed;
+    std::int32_t const step_x = ch->dx.decompress(xy, ch->dx_median[m].get(), single, stamp);
+    pt.x = static_cast<std::int32_t>(static_cast<std::uint32_t>(pt.x) + static_cast<std::uint32_t>(step_x));
+    ch->dx_median[m].add(step_x);
+    unsigned const kx = ch->dx.k;
+    std::int32_t const step_y =
+      ch->dy.decompress(xy, ch->dy_median[m].get(), single + (kx < 20 ? (kx & ~1u) : 20), stamp);
+    pt.y = static_cast<std::int32_t>(static_cast<std::uint32_t>(pt.y) + static_cast<std::uint32_t>(step_y));
+    ch->dy_median[m].add(step_y);
+    ch->last_gps_changed = gps_changed != 0;
+
+    std::uint8_t* const rec = out + std::size_t{i} * laz_gpu_record_bytes;
+    auto* const h = reinterpret_cast<std::uint16_t*>(rec);
+    auto const x = static_cast<std::uint32_t>(pt.x);
+    auto const y = static_cast<std::uint32_t>(pt.y);
+    h[0] = static_cast<std::uint16_t>(x);
+    h[1] = static_cast<std::uint16_t>(x >> 16);
+    h[2] = static_cast<std::uint16_t>(y);
+    h[3] = static_cast<std::uint16_t>(y >> 16);
+    h[6] = 0;  // intensity
+    rec[8] = static_cast<std::uint8_t>((kx + ch->dy.k) / 2);  // for the Z lane, which overwrites it
+    rec[14] = static_cast<std::uint8_t>(r | (n << 4));
+    rec[15] = static_cast<std::uint8_t>(current << 4);  // for the flags lane, which completes it
+    if ((i & 31) == 31) { progress.store(i + 1, cuda::memory_order_release); }
+  }
+  progress.store(points, cuda::memory_order_release);
+  return xy.overrun <= overrun_tolerance;
+}
+
+/// Waits until record i holds the XY lane's bytes; false when the XY lane gave up.
+__device__ __forceinline__ bool wait_for_xy(block_chunk& sh, std::uint32_t i, std::uint32_t& seen)
+{
+  cuda::atomic_ref<std::uint32_t, cuda::thread_scope_block> const progress(sh.progress);
+  cuda::atomic_ref<std::uint32_t, cuda::thread_scope_block> const abort(sh.abort);
+  while (seen <= i) {
+    if (abort.load(cuda::memory_order_relaxed) != 0) { return false; }
+    seen = progress.load(cuda::memory_order_acquire);
+    if (seen <= i) { __nanosleep(64); }
+  }
+  return true;
+}
+
+/// One of the Z, classification and flags lanes: follows the XY lane through the chunk.
+template <unsigned Role>
+__device__ bool decode_follower_layer(decode_params const& p, block_chunk& sh, std::uint8_t* out, channel_state* slot,
+                                      std::uint32_t& epoch)
+{
+  unsigned const layer = Role == role_z ? layer_z : Role == role_classification ? layer_classification : layer_flags;
+  bool const selected = Role == role_z ? p.z : Role == role_classification ? p.classification : p.flags;
+  bool const live = selected && sh.layer_size[layer] != 0;
+  range_decoder dec;
+  if (live) { dec.init(sh.layer_data[layer], sh.layer_size[layer]); }
+  point14_last const first = sh.first;
+  unsigned active = 0;
+  // The channel's last value of this lane's field, carried into a channel's first use.
+  auto last_of = [&](channel_state const& ch) -> std::int32_t {
+    if constexpr (Role == role_z) { return ch.z_last; }
+    if constexpr (Role == role_classification) { return ch.classification_last; }
+    return ch.flags_last;
+  };
+  auto activate = [&](unsigned channel, std::int32_t from) {
+    channel_state& ch = slot[channel];
+    active |= 1u << channel;
+    ch.role_stamp[Role] = ++epoch;
+    if constexpr (Role == role_z) {
+      ch.z_last = from;
+      for (auto& v : ch.last_z) { v = from; }
+    } else if constexpr (Role == role_classification) {
+      ch.classification_last = static_cast<std::uint8_t>(from);
+    } else {
+      ch.flags_last = static_cast<std::uint8_t>(from);
+    }
+  };
+  unsigned current = first.channel;
+  activate(current, Role == role_z ? first.z : Role == role_classification ? first.classification : first.flags);
+  std::uint32_t seen = 1;
+  std::uint32_t const points = sh.points;
+  for (std::uint32_t i = 1; i < points; ++i) {
+    if (!wait_for_xy(sh, i, seen)) { return true; }  // the XY lane reports the chunk
+    std::uint8_t* const rec = out + std::size_t{i} * laz_gpu_record_bytes;
+    unsigned const channel = (rec[15] >> 4) & 3u;
+    if (channel != current) {
+      if ((active & (1u << channel)) == 0) { activate(channel, last_of(slot[current])); }
+      current = channel;
+    }
+    channel_state& ch = slot[current];
+    std::uint32_t const stamp = ch.role_stamp[Role];
+    unsigned const r = rec[14] & 15u;
+    unsigned const n = rec[14] >> 4;
+    if constexpr (Role == role_z) {
+      std::int32_t z = ch.z_last;
+      if (live) {
+        unsigned const k = rec[8];
+        unsigned const single = n == 1 ? 1u : 0u;
+        unsigned const d = n > r ? n - r : r - n;
+        unsigned const level = d < 7 ? d : 7;
+        z = ch.z.decompress(dec, ch.last_z[level], single + (k < 18 ? (k & ~1u) : 18), stamp);
+        ch.last_z[level] = z;
+        ch.z_last = z;
+      }
+      auto* const h = reinterpret_cast<std::uint16_t*>(rec);
+      h[4] = static_cast<std::uint16_t>(static_cast<std::uint32_t>(z));
+      h[5] = static_cast<std::uint16_t>(static_cast<std::uint32_t>(z) >> 16);
+    } else if constexpr (Role == role_classification) {
+      unsigned c = ch.classification_last;
+      if (live) {
+        unsigned const first_last = (r == 1 ? 1u : 0u) | (r >= n ? 2u : 0u);
+        unsigned const ctx = ((c & 0x1Fu) << 1) | (first_last == 3 ? 1u : 0u);
+        c = dec.decode_symbol(use(ch.classification[ctx], stamp));
+        ch.classification_last = static_cast<std::uint8_t>(c);
+      }
+      reinterpret_cast<std::uint16_t*>(rec)[8] = static_cast<std::uint16_t>(c & 0xFFu);  // user data 0
+    } else {
+      unsigned f = ch.flags_last;
+      if (live) {
+        f = dec.decode_symbol(use(ch.flags[f & 63], stamp)) & 63;
+        ch.flags_last = static_cast<std::uint8_t>(f);
+      }
+      rec[15] = static_cast<std::uint8_t>((f & 0x0Fu) | (current << 4) | ((f & 0x30u) << 2));
+    }
+  }
+  return !live || dec.overrun <= overrun_tolerance;
+}
+
+__global__ void __launch_bounds__(32) decode_layer_per_lane_kernel(decode_params p)
+{
+  __shared__ block_chunk sh;
+  unsigned const role = threadIdx.x;
+  bool const leader = threadIdx.x < roles;
+  std::size_t const slot = blockIdx.x;
+  channel_state* const channels = p.channels + slot * channels_per_slot;
+  std::uint32_t epoch = leader ? p.epochs[slot * roles + role] : 0;
+  for (;;) {
+    if (threadIdx.x == 0) {
+      sh.chunk = atomicAdd(p.next_chunk, 1ull);
+      sh.progress = 1;
+      sh.abort = 0;
+      for (auto& o : sh.overrun) { o = 0; }
+      if (sh.chunk < p.chunk_count) { sh.status = start_chunk(p, p.chunks[sh.chunk], sh); }
+    }
+    __syncthreads();
+    if (sh.chunk >= p.chunk_count) { break; }
+    if (sh.status == laz_gpu_status::ok && leader) {
+      std::uint8_t* const out = p.records + p.chunks[sh.chunk].first_record * laz_gpu_record_bytes;
+      bool ok = true;
+      switch (role) {
+        case role_xy:
+          ok = decode_xy_layer(sh, out, channels, epoch);
+          if (!ok) {
+            cuda::atomic_ref<std::uint32_t, cuda::thread_scope_block>(sh.abort).store(1, cuda::memory_order_relaxed);
+          }
+          break;
+        case role_z: ok = decode_follower_layer<role_z>(p, sh, out, channels, epoch); break;
+        case role_classification: ok = decode_follower_layer<role_classification>(p, sh, out, channels, epoch); break;
+        default: ok = decode_follower_layer<role_flags>(p, sh, out, channels, epoch); break;
+      }
+      sh.overrun[role] = ok ? 0 : 1;
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      laz_gpu_status status = sh.status;
+      if (status == laz_gpu_status::ok) {
+        for (auto o : sh.overrun) {
+          if (o != 0) { status = laz_gpu_status::overrun; }
+        }
+      }
+      p.status[sh.chunk] = status;
+    }
+    __syncthreads();
+  }
+  if (leader) { p.epochs[slot * roles + role] = epoch; }
+}
+
 }  // namespace
 
 struct laz_gpu_decoder::impl {
   cudaStream_t stream{nullptr};
-  std::size_t slots{0};
-  unsigned lanes{8};
+  std::size_t slots{0};      // chunks decoded at once, at most
+  std::size_t laid_out{0};   // slots with models on the device
+  laz_gpu_mapping mapping{laz_gpu_mapping::layer_per_lane};
+
+  void lay_out_slots(std::size_t wanted);
   std::size_t arena_u16{0};
   device_buffer<channel_state> channels;
   device_buffer<std::uint16_t> arena;
@@ -670,6 +984,14 @@ struct laz_gpu_decoder::impl {
     if (stream != nullptr) {
       cudaStreamSynchronize(stream);
       cudaStreamDestroy(stream);
+      // The models and buffers (gigabytes for a wave of 2000 chunks) go back to the driver now,
+      // not when the process ends; memory other users hold is not touched. Best effort.
+      int device = 0;
+      cudaMemPool_t pool = nullptr;
+      if (cudaGetDevice(&device) == cudaSuccess && cudaDeviceGetDefaultMemPool(&pool, device) == cudaSuccess) {
+        cudaMemPoolTrimTo(pool, 0);
+      }
+      cudaGetLastError();
     }
     for (void* p : pinned) { cudaFreeHost(p); }
   }
@@ -684,13 +1006,13 @@ struct laz_gpu_decoder::impl {
   }
 };
 
-laz_gpu_decoder::laz_gpu_decoder(std::size_t threads, unsigned lanes)
+laz_gpu_decoder::laz_gpu_decoder(std::size_t threads, laz_gpu_mapping mapping)
 {
   detail::require_device();
   impl_ = std::make_unique<impl>();
   impl& s = *impl_;
   HG_CUDA_TRY(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
-  s.lanes = std::clamp(lanes, 1u, 32u);
+  s.mapping = mapping;
   if (threads == 0) {
     int device = 0;
     int sms = 0;
@@ -698,19 +1020,29 @@ laz_gpu_decoder::laz_gpu_decoder(std::size_t threads, unsigned lanes)
     HG_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
     threads = std::size_t{16} * static_cast<std::size_t>(std::max(sms, 1));
   }
-  s.slots = (threads + s.lanes - 1) / s.lanes * s.lanes;
+  s.slots = threads;
   s.arena_u16 = lay_out(nullptr, nullptr);
-  std::size_t const channels = s.slots * channels_per_slot;
-  s.channels = device_buffer<channel_state>(channels, s.stream);
-  s.arena = device_buffer<std::uint16_t>(channels * s.arena_u16, s.stream);
-  s.epochs = device_buffer<std::uint32_t>(s.slots, s.stream);
   s.counter = device_buffer<unsigned long long>(1, s.stream);
-  HG_CUDA_TRY(cudaMemsetAsync(s.epochs.data(), 0, s.slots * sizeof(std::uint32_t), s.stream));
-  constexpr unsigned block = 128;
-  lay_out_channels_kernel<<<static_cast<unsigned>((channels + block - 1) / block), block, 0, s.stream>>>(
-    s.channels.data(), s.arena.data(), s.arena_u16, channels);
-  HG_CUDA_TRY(cudaGetLastError());
   HG_CUDA_TRY(cudaStreamSynchronize(s.stream));
+}
+
+void laz_gpu_decoder::impl::lay_out_slots(std::size_t wanted)
+{
+  // Models for the chunks a decode() runs at once (~1 MiB each), made when a batch needs more.
+  if (wanted <= laid_out) { return; }
+  channels.reset();
+  arena.reset();
+  epochs.reset();
+  std::size_t const n = wanted * channels_per_slot;
+  channels = device_buffer<channel_state>(n, stream);
+  arena = device_buffer<std::uint16_t>(n * arena_u16, stream);
+  epochs = device_buffer<std::uint32_t>(wanted * roles, stream);
+  HG_CUDA_TRY(cudaMemsetAsync(epochs.data(), 0, wanted * roles * sizeof(std::uint32_t), stream));
+  constexpr unsigned block = 128;
+  lay_out_channels_kernel<<<static_cast<unsigned>((n + block - 1) / block), block, 0, stream>>>(
+    channels.data(), arena.data(), arena_u16, n);
+  HG_CUDA_TRY(cudaGetLastError());
+  laid_out = wanted;
 }
 
 laz_gpu_decoder::~laz_gpu_decoder() = default;
@@ -790,6 +1122,8 @@ std::vector<laz_gpu_status> laz_gpu_decoder::decode(laz_gpu_format const& format
   HG_CUDA_TRY(cudaMemcpyAsync(s.chunks.data(), chunks.data(), chunks.size() * sizeof(laz_gpu_chunk),
                               cudaMemcpyHostToDevice, s.stream));
   HG_CUDA_TRY(cudaMemsetAsync(s.counter.data(), 0, sizeof(unsigned long long), s.stream));
+  auto const blocks = static_cast<unsigned>(std::min(s.slots, chunks.size()));
+  s.lay_out_slots(blocks);
   start.record(s.stream);
   decode_params p{};
   p.compressed = s.compressed.data();
@@ -800,14 +1134,17 @@ std::vector<laz_gpu_status> laz_gpu_decoder::decode(laz_gpu_format const& format
   p.channels = s.channels.data();
   p.epochs = s.epochs.data();
   p.next_chunk = s.counter.data();
-  p.lanes = s.lanes;
   p.record_length = format.record_length;
   p.layer_count = format.layer_count;
   p.z = format.z;
   p.classification = format.classification;
   p.flags = format.flags;
-  std::size_t const needed = std::min(s.slots, (chunks.size() + s.lanes - 1) / s.lanes * s.lanes);
-  decode_chunk_per_thread_kernel<<<static_cast<unsigned>(needed / s.lanes), 32, 0, s.stream>>>(p);
+
+  if (s.mapping == laz_gpu_mapping::chunk_per_thread) {
+    decode_chunk_per_thread_kernel<<<blocks, 32, 0, s.stream>>>(p);
+  } else {
+    decode_layer_per_lane_kernel<<<blocks, 32, 0, s.stream>>>(p);
+  }
   HG_CUDA_TRY(cudaGetLastError());
   decoded.record(s.stream);
   HG_CUDA_TRY(cudaMemcpyAsync(result.data(), s.status.data(), chunks.size() * sizeof(laz_gpu_status),

@@ -155,7 +155,7 @@ order_stats_run order_stats_of_csr(device_csr const&, metric_request const&, flo
   unavailable("order_stats_of_csr");
 }
 
-laz_gpu_decoder::laz_gpu_decoder(std::size_t, unsigned) { unavailable("laz_gpu_decoder"); }
+laz_gpu_decoder::laz_gpu_decoder(std::size_t, laz_gpu_mapping) { unavailable("laz_gpu_decoder"); }
 laz_gpu_decoder::~laz_gpu_decoder() = default;
 std::size_t laz_gpu_decoder::threads() const noexcept { return 0; }
 std::uint8_t* laz_gpu_decoder::pinned(std::size_t) { unavailable("laz_gpu_decoder::pinned"); }

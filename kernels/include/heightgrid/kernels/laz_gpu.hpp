@@ -54,6 +54,12 @@ enum class laz_gpu_status : std::int32_t {
   not_decoded,       ///< the decoder never reached it (an earlier device failure)
 };
 
+/// How a chunk is spread over the device's threads.
+enum class laz_gpu_mapping {
+  chunk_per_thread,  ///< one thread decodes the chunk's layers one after the other
+  layer_per_lane,    ///< four lanes of a warp decode its XY, Z, classification and flags layers side by side
+};
+
 /// Where the device's time went (CUDA events, milliseconds, summed over calls).
 struct laz_gpu_times {
   double decode_ms{0.0};    ///< decode kernels
@@ -63,11 +69,12 @@ struct laz_gpu_times {
 /// Decodes batches of chunks on one device. Not thread-safe: one thread calls decode().
 class laz_gpu_decoder {
  public:
-  /// `threads`: chunks decoded at once (each holds ~1 MiB of models on the device); 0 picks
-  /// 16 a multiprocessor. `lanes`: threads of a warp that decode (1..32; the others idle), since
-  /// lanes on different chunks diverge. Throws error_kind::device without a usable GPU,
-  /// error_kind::resource when the device memory does not suffice.
-  explicit laz_gpu_decoder(std::size_t threads = 0, unsigned lanes = 8);
+  /// `chunks_at_once`: chunks decoded at once at most (each holds ~1 MiB of models on the device,
+  /// made when a decode() first needs them); 0 picks 16 a multiprocessor. Throws
+  /// error_kind::device without a usable GPU, error_kind::resource when the device memory does
+  /// not suffice. Its destructor hands the device memory it freed back to the driver.
+  explicit laz_gpu_decoder(std::size_t chunks_at_once = 0,
+                           laz_gpu_mapping mapping = laz_gpu_mapping::layer_per_lane);
   laz_gpu_decoder(laz_gpu_decoder const&) = delete;
   laz_gpu_decoder& operator=(laz_gpu_decoder const&) = delete;
   ~laz_gpu_decoder();
