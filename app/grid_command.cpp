@@ -162,10 +162,12 @@ void report_stages(grid_job_report const& r, double input_bytes, double open_s, 
   if (r.laz_gpu) {
     auto const& l = r.laz_gpu_stats;
     spdlog::debug("LAZ on the GPU: {} of {} chunks ({} points) in {} waves; decoder started in {}, compressed bytes "
-                  "read in {}, decode {} (kernels {}, {:.1f} M points/s){}",
+                  "read and uploaded in {}, decode {} (kernels {}, {:.1f} M points/s), records downloaded in {}, "
+                  "stage closed in {}{}",
                   with_commas(l.gpu_chunks), with_commas(l.chunks), with_commas(l.points), l.waves,
                   human_seconds(l.start_s), human_seconds(l.read_s), human_seconds(l.decode_s),
                   human_seconds(l.kernel_s), l.kernel_s > 0.0 ? static_cast<double>(l.points) / l.kernel_s / 1e6 : 0.0,
+                  human_seconds(l.download_s), human_seconds(l.close_s),
                   l.failure.empty() ? std::string() : "; the rest on the CPU: " + l.failure);
   } else if (!r.laz_gpu_note.empty()) {
     spdlog::debug("LAZ on the GPU: {}", r.laz_gpu_note);

@@ -131,7 +131,7 @@ class grid_job {
         report_.gpu_note = "ready after " + human_seconds(gpu_->start_seconds()) + ", but the CPU had finished";
       }
     }
-    if (laz_stage_ != nullptr) { report_.laz_gpu_stats = laz_stage_->report(); }
+    close_laz_stage();
     return report_;
   }
 
@@ -230,6 +230,18 @@ class grid_job {
     stage->start();
     laz_stage_ = std::move(stage);
     report_.laz_gpu = true;
+  }
+
+  /// After the first pass that read the points: the GPU decoder has handed out what it will (a
+  /// later pass decodes on the CPU), so its device and page-locked memory go now.
+  void close_laz_stage()
+  {
+    if (laz_stage_ == nullptr) { return; }
+    for (auto* s : all_) { s->offload_chunks(nullptr); }
+    report_.laz_gpu_stats = laz_stage_->report();
+    auto const t = clock_type::now();
+    laz_stage_.reset();
+    report_.laz_gpu_stats.close_s = seconds_since(t);
   }
 
   // ---- grid ----------------------------------------------------------------------------------
@@ -502,6 +514,7 @@ class grid_job {
     std::uint64_t const parked_before = gpu_ != nullptr ? gpu_->parked_total() : 0;
     last_read_ = read_parts(all_, rules_, {threads_, sums_}, sink, &counter);
     ++report_.passes;
+    close_laz_stage();
 
     std::uint64_t binned = sink.cpu_binning().binned;
     std::uint64_t outside = sink.cpu_binning().outside;

@@ -23,6 +23,8 @@ enum class chunk_state : std::uint8_t { pending, ready, failed };
 
 /// Threads reading a group's compressed bytes (page cache to page-locked memory).
 constexpr unsigned reading_threads = 8;
+/// How long a reader waits for a stage that waits for readers before decoding the chunk itself.
+constexpr std::chrono::milliseconds stuck_wait{100};
 
 
 }  // namespace
@@ -42,12 +44,10 @@ struct laz_gpu_stage::impl {
     chunk_state state{chunk_state::pending};
     bool handed{false};
     bool released{false};
-    bool in_wave{false};  // counted in its wave's `unhanded`
   };
   struct wave_entry {
     std::size_t first{0}, end{0};  // chunks
     std::uint64_t compressed{0}, points{0};
-    std::size_t unhanded{0};  // chunks no reader has asked for yet
   };
   /// Consecutive chunks of a wave whose records travel together through one ring slot.
   struct group_entry {
@@ -79,8 +79,9 @@ struct laz_gpu_stage::impl {
   bool stop{false};
   std::vector<wave_entry> waves;
   std::vector<group_entry> groups;
-  std::size_t oldest{0};          // first group with chunks not released
-  std::size_t first_unhanded{0};  // first wave with chunks no reader has asked for
+  std::size_t oldest{0};        // first group with chunks not released
+  std::uint64_t events{0};      // the stage's progress: a wave decoded, a group downloaded
+  bool stage_waiting{false};    // the stage waits for readers to release chunks
   std::vector<std::uint8_t*> slots;
   laz_gpu_stage_report stats;
   std::unique_ptr<laz_gpu_decoder> decoder;
@@ -125,7 +126,7 @@ struct laz_gpu_stage::impl {
       bool const new_wave = waves.empty() || waves.back().end - waves.back().first >= max_chunks ||
                             !same_format(waves.back().first, i) ||
                             waves.back().compressed + waves.back().points * record_bytes + device_bytes > max_device_bytes;
-      if (new_wave) { waves.push_back({i, i, 0, 0, 0}); }
+      if (new_wave) { waves.push_back({i, i, 0, 0}); }
       wave_entry& w = waves.back();
       std::uint64_t const slot_bytes = std::max<std::uint64_t>(e.c.bytes, std::uint64_t{e.c.points} * record_bytes);
       bool const new_group = new_wave || groups.empty() || groups.back().end != i ||
@@ -140,16 +141,12 @@ struct laz_gpu_stage::impl {
       w.compressed += e.c.bytes;
       w.points += e.c.points;
       w.end = i + 1;
-      e.in_wave = true;
-      if (!e.handed) { ++w.unhanded; }
       g.points += e.c.points;
       g.end = i + 1;
       if (!e.released) { ++g.remaining; }
     }
     oldest = 0;
     while (oldest < groups.size() && groups[oldest].remaining == 0) { ++oldest; }
-    first_unhanded = 0;
-    while (first_unhanded < waves.size() && waves[first_unhanded].unhanded == 0) { ++first_unhanded; }
     planned = true;
     changed.notify_all();
   }
@@ -195,7 +192,9 @@ struct laz_gpu_stage::impl {
   bool wait_for_slot(std::size_t k)
   {
     std::unique_lock<std::mutex> lock(mutex);
+    stage_waiting = true;
     changed.wait(lock, [&] { return stop || k < slots.size() || oldest > k - slots.size(); });
+    stage_waiting = false;
     return !stop;
   }
 
@@ -210,7 +209,9 @@ struct laz_gpu_stage::impl {
     // out: the device buffers are reused.
     {
       std::unique_lock<std::mutex> lock(mutex);
+      stage_waiting = true;
       changed.wait(lock, [&] { return stop || oldest >= first_group; });
+      stage_waiting = false;
       if (stop) { return; }
     }
     decoder->reserve(w.compressed, w.points);
@@ -259,6 +260,7 @@ struct laz_gpu_stage::impl {
         if (status[j] != laz_gpu_status::ok) { chunks[decoded[j]].state = chunk_state::failed; }
       }
       ++stats.waves;
+      ++events;
       stats.read_s += read_s;
       stats.decode_s += decode_s;
       stats.kernel_s += times.decode_ms / 1e3;
@@ -273,6 +275,7 @@ struct laz_gpu_stage::impl {
       std::lock_guard<std::mutex> lock(mutex);
       groups[k].slot = k % slots.size();
       groups[k].ready = true;
+      ++events;
       for (std::size_t i = g.first; i < g.end; ++i) {
         if (chunks[i].state == chunk_state::pending) { chunks[i].state = chunk_state::ready; }
       }
@@ -288,7 +291,7 @@ struct laz_gpu_stage::impl {
     try {
       std::string reason;
       if (!start_gpu(&reason, device)) { throw error(error_kind::device, reason); }
-      decoder = std::make_unique<laz_gpu_decoder>(0, 1);
+      decoder = std::make_unique<laz_gpu_decoder>();
     } catch (std::exception const& e) {
       fail_everything(e.what());
       return;
@@ -391,17 +394,20 @@ std::uint8_t const* laz_gpu_stage::records(std::size_t index)
   s.changed.wait(lock, [&] { return s.planned || s.failed_all || s.stop; });
   e.handed = true;
   if (!s.planned || s.stop) { return nullptr; }
-  if (e.in_wave) {
-    impl::wave_entry& w = s.waves[e.wave];
-    if (--w.unhanded == 0) {
-      while (s.first_unhanded < s.waves.size() && s.waves[s.first_unhanded].unhanded == 0) { ++s.first_unhanded; }
-    }
+  // A group beyond the ring's reach of the oldest one in use needs readers to release theirs
+  // first: the reader decodes it itself rather than wait.
+  if (e.group >= s.oldest + s.ring_slots) { return nullptr; }
+  // Otherwise the reader waits while the stage works. A stage that waits itself, for chunks of an
+  // earlier wave or group to be released, may be waiting for readers that wait here (a reading
+  // order it did not plan for): after `stuck_wait` without news the reader decodes the chunk itself.
+  for (;;) {
+    if (e.state != chunk_state::pending || s.stop) { break; }
+    std::uint64_t const events = s.events;
+    bool const news = s.changed.wait_for(lock, stuck_wait, [&] {
+      return e.state != chunk_state::pending || s.stop || s.events != events;
+    });
+    if (!news && s.stage_waiting) { return nullptr; }
   }
-  // Waiting is safe only for what the stage reaches without help from readers that have not come
-  // yet: a group within the ring's reach of the oldest one in use, in a wave before which every
-  // chunk is in some reader's hands (a wave starts once the one before is released).
-  if (e.group >= s.oldest + s.ring_slots || e.wave > s.first_unhanded) { return nullptr; }
-  s.changed.wait(lock, [&] { return e.state != chunk_state::pending || s.stop; });
   if (e.state != chunk_state::ready || s.stop) { return nullptr; }
   ++s.stats.gpu_chunks;
   impl::group_entry const& g = s.groups[e.group];

@@ -42,6 +42,7 @@ struct laz_gpu_stage_report {
   double decode_s{0.0};             ///< decode() calls (kernel and statuses), summed
   double download_s{0.0};           ///< record downloads (CUDA events), summed
   double kernel_s{0.0};             ///< the decode kernels alone (CUDA events)
+  double close_s{0.0};              ///< freeing the stage (set by its owner)
   std::string failure;              ///< why the GPU decoded nothing, when it did not
 };
 
