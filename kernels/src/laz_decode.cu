@@ -290,10 +290,11 @@ struct int32_decompressor {
   symbol_model k_models[Contexts];  // 33 symbols
   symbol_model corrector[corrector_models];
   bit_model zero;
-  std::uint32_t k;
 
+  /// The integer predicted by `pred`; `k` receives the number of corrector bits (a context of the
+  /// next coordinates).
   __device__ std::int32_t decompress(range_decoder& dec, std::int32_t pred, std::uint32_t context,
-                                     std::uint32_t stamp)
+                                     std::uint32_t stamp, std::uint32_t& k)
   {
     if (context >= Contexts) { context = Contexts - 1; }
     k = dec.decode_symbol(use(k_models[context], stamp));
@@ -599,20 +600,20 @@ __device__ laz_gpu_status decode_chunk(decode_params const& p, laz_gpu_chunk con
     unsigned const first_last = (r == 1 ? 1u : 0u) | (r >= n ? 2u : 0u);
     unsigned const m = (unsigned{xy_predictor_of_return[n][r]} << 1) | gps_changed;
 
-    std::int32_t const step_x = ch->dx.decompress(xy, ch->dx_median[m].get(), single, stamp);
+    std::uint32_t kx = 0, ky = 0, kz = 0;
+    std::int32_t const step_x = ch->dx.decompress(xy, ch->dx_median[m].get(), single, stamp, kx);
     pt.x = static_cast<std::int32_t>(static_cast<std::uint32_t>(pt.x) + static_cast<std::uint32_t>(step_x));
     ch->dx_median[m].add(step_x);
-    unsigned const kx = ch->dx.k;
     std::int32_t const step_y =
-      ch->dy.decompress(xy, ch->dy_median[m].get(), single + (kx < 20 ? (kx & ~1u) : 20), stamp);
+      ch->dy.decompress(xy, ch->dy_median[m].get(), single + (kx < 20 ? (kx & ~1u) : 20), stamp, ky);
     pt.y = static_cast<std::int32_t>(static_cast<std::uint32_t>(pt.y) + static_cast<std::uint32_t>(step_y));
     ch->dy_median[m].add(step_y);
 
     if (live_z) {
-      unsigned const k = (ch->dx.k + ch->dy.k) / 2;
+      unsigned const k = (kx + ky) / 2;
       unsigned const d = n > r ? n - r : r - n;
       unsigned const level = d < 7 ? d : 7;
-      pt.z = ch->z.decompress(zd, ch->last_z[level], single + (k < 18 ? (k & ~1u) : 18), stamp);
+      pt.z = ch->z.decompress(zd, ch->last_z[level], single + (k < 18 ? (k & ~1u) : 18), stamp, kz);
       ch->last_z[level] = pt.z;
     }
     if (live_classification) {
@@ -714,56 +715,71 @@ __device__ laz_gpu_status start_chunk(decode_params const& p, laz_gpu_chunk cons
 }
 
 /// The XY lane's part: channel, returns, X and Y of points 1.. ; returns false when its layer ran
-/// past its end (the chunk is then rejected).
+/// past its end (the chunk is then rejected). The current channel's last point is kept in
+/// registers and its X/Y step medians in shared memory, saved to its channel_state only when
+/// another channel takes over: device-memory round trips on the lane's critical path otherwise.
 __device__ bool decode_xy_layer(block_chunk& sh, std::uint8_t* out, channel_state* slot, std::uint32_t& epoch)
 {
+  __shared__ median5 medians[2][12];  // [x or y][predictor << 1 | GPS changed] of the current channel
   range_decoder xy;
   xy.init(sh.layer_data[layer_xy], sh.layer_size[layer_xy]);
   point14_last const first = sh.first;
+  std::int32_t x = first.x, y = first.y;
+  unsigned r = first.return_number, n = first.number_of_returns;
+  bool gps_last = false;
   unsigned active = 0;
-  auto activate = [&](unsigned channel, point14_last const& from) {
-    channel_state& ch = slot[channel];
-    active |= 1u << channel;
-    ch.role_stamp[role_xy] = ++epoch;
-    ch.last = from;
-    ch.last_gps_changed = false;
-    for (auto& m : ch.dx_median) { m.reset(); }
-    for (auto& m : ch.dy_median) { m.reset(); }
-  };
   unsigned current = first.channel;
-  activate(current, first);
   channel_state* ch = slot + current;
+  std::uint32_t stamp = 0;
+  auto start_channel = [&](unsigned channel) {  // its first use in the chunk, from the registers
+    active |= 1u << channel;
+    stamp = ++epoch;
+    slot[channel].role_stamp[role_xy] = stamp;
+    gps_last = false;
+    for (auto& m : medians[0]) { m.reset(); }
+    for (auto& m : medians[1]) { m.reset(); }
+  };
+  start_channel(current);
   std::uint32_t const points = sh.points;
   // Publishes records to the other lanes: a release store, read with acquire loads (wait_for_xy).
   cuda::atomic_ref<std::uint32_t, cuda::thread_scope_block> const progress(sh.progress);
   for (std::uint32_t i = 1; i < points; ++i) {
     if (i % overrun_check_interval == 0 && xy.overrun > overrun_tolerance) { return false; }
-    std::uint32_t stamp = ch->role_stamp[role_xy];
-    unsigned changed;
-    {
-      point14_last const& prev = ch->last;
-      unsigned const ctx = (prev.return_number == 1 ? 1u : 0u) |
-                           (prev.return_number >= prev.number_of_returns ? 2u : 0u) |
-                           (ch->last_gps_changed ? 4u : 0u);
-      changed = xy.decode_symbol(use(ch->changed[ctx], stamp));
-    }
+    unsigned const ctx = (r == 1 ? 1u : 0u) | (r >= n ? 2u : 0u) | (gps_last ? 4u : 0u);
+    unsigned const changed = xy.decode_symbol(use(ch->changed[ctx], stamp));
     if (changed & changed_channel) {
       unsigned const step = xy.decode_symbol(use(ch->channel_step, stamp));
       unsigned const next = (current + step + 1) & 3u;
-      if ((active & (1u << next)) == 0) { activate(next, ch->last); }
+      // The channel going out keeps its state; the next one starts from the last point (its first
+      // use) or takes its own back.
+      ch->last.x = x;
+      ch->last.y = y;
+      ch->last.return_number = static_cast<std::uint8_t>(r);
+      ch->last.number_of_returns = static_cast<std::uint8_t>(n);
+      ch->last_gps_changed = gps_last;
+      for (int k = 0; k < 12; ++k) {
+        ch->dx_median[k] = medians[0][k];
+        ch->dy_median[k] = medians[1][k];
+      }
       current = next;
       ch = slot + next;
-      ch->last.channel = static_cast<std::uint8_t>(next);
-      stamp = ch->role_stamp[role_xy];
+      if ((active & (1u << next)) == 0) {
+        start_channel(next);
+      } else {
+        x = ch->last.x;
+        y = ch->last.y;
+        r = ch->last.return_number;
+        n = ch->last.number_of_returns;
+        gps_last = ch->last_gps_changed;
+        stamp = ch->role_stamp[role_xy];
+        for (int k = 0; k < 12; ++k) {
+          medians[0][k] = ch->dx_median[k];
+          medians[1][k] = ch->dy_median[k];
+        }
+      }
     }
-    point14_last& pt = ch->last;
     unsigned const gps_changed = (changed & changed_gps_time) ? 1u : 0u;
-    unsigned n = pt.number_of_returns;
-    if (changed & changed_number_of_returns) {
-      n = xy.decode_symbol(use(ch->number_of_returns[n & 15], stamp)) & 15;
-      pt.number_of_returns = static_cast<std::uint8_t>(n);
-    }
-    unsigned r = pt.return_number;
+    if (changed & changed_number_of_returns) { n = xy.decode_symbol(use(ch->number_of_returns[n & 15], stamp)) & 15; }
     switch (changed & changed_return_number_mask) {
       case 0: break;
       case 1: r = (r + 1) & 15; break;
@@ -776,29 +792,26 @@ __device__ bool decode_xy_layer(block_chunk& sh, std::uint8_t* out, channel_stat
         }
         break;
     }
-    pt.return_number = static_cast<std::uint8_t>(r);
     unsigned const single = n == 1 ? 1u : 0u;
     unsigned const m = (unsigned{xy_predictor_of_return[n][r]} << 1) | gps_changed;
-    std::int32_t const step_x = ch->dx.decompress(xy, ch->dx_median[m].get(), single, stamp);
-    pt.x = static_cast<std::int32_t>(static_cast<std::uint32_t>(pt.x) + static_cast<std::uint32_t>(step_x));
-    ch->dx_median[m].add(step_x);
-    unsigned const kx = ch->dx.k;
+    std::uint32_t kx = 0, ky = 0;
+    std::int32_t const step_x = ch->dx.decompress(xy, medians[0][m].get(), single, stamp, kx);
+    x = static_cast<std::int32_t>(static_cast<std::uint32_t>(x) + static_cast<std::uint32_t>(step_x));
+    medians[0][m].add(step_x);
     std::int32_t const step_y =
-      ch->dy.decompress(xy, ch->dy_median[m].get(), single + (kx < 20 ? (kx & ~1u) : 20), stamp);
-    pt.y = static_cast<std::int32_t>(static_cast<std::uint32_t>(pt.y) + static_cast<std::uint32_t>(step_y));
-    ch->dy_median[m].add(step_y);
-    ch->last_gps_changed = gps_changed != 0;
+      ch->dy.decompress(xy, medians[1][m].get(), single + (kx < 20 ? (kx & ~1u) : 20), stamp, ky);
+    y = static_cast<std::int32_t>(static_cast<std::uint32_t>(y) + static_cast<std::uint32_t>(step_y));
+    medians[1][m].add(step_y);
+    gps_last = gps_changed != 0;
 
     std::uint8_t* const rec = out + std::size_t{i} * laz_gpu_record_bytes;
     auto* const h = reinterpret_cast<std::uint16_t*>(rec);
-    auto const x = static_cast<std::uint32_t>(pt.x);
-    auto const y = static_cast<std::uint32_t>(pt.y);
-    h[0] = static_cast<std::uint16_t>(x);
-    h[1] = static_cast<std::uint16_t>(x >> 16);
-    h[2] = static_cast<std::uint16_t>(y);
-    h[3] = static_cast<std::uint16_t>(y >> 16);
+    h[0] = static_cast<std::uint16_t>(static_cast<std::uint32_t>(x));
+    h[1] = static_cast<std::uint16_t>(static_cast<std::uint32_t>(x) >> 16);
+    h[2] = static_cast<std::uint16_t>(static_cast<std::uint32_t>(y));
+    h[3] = static_cast<std::uint16_t>(static_cast<std::uint32_t>(y) >> 16);
     h[6] = 0;  // intensity
-    rec[8] = static_cast<std::uint8_t>((kx + ch->dy.k) / 2);  // for the Z lane, which overwrites it
+    rec[8] = static_cast<std::uint8_t>((kx + ky) / 2);  // for the Z lane, which overwrites it
     rec[14] = static_cast<std::uint8_t>(r | (n << 4));
     rec[15] = static_cast<std::uint8_t>(current << 4);  // for the flags lane, which completes it
     if ((i & 31) == 31) { progress.store(i + 1, cuda::memory_order_release); }
@@ -825,34 +838,29 @@ template <unsigned Role>
 __device__ bool decode_follower_layer(decode_params const& p, block_chunk& sh, std::uint8_t* out, channel_state* slot,
                                       std::uint32_t& epoch)
 {
+  // The current channel's last value of this lane's field in a register, and (Z) its eight
+  // previous heights in shared memory; saved to its channel_state when another channel takes over.
+  __shared__ std::int32_t last_z[8];
   unsigned const layer = Role == role_z ? layer_z : Role == role_classification ? layer_classification : layer_flags;
   bool const selected = Role == role_z ? p.z : Role == role_classification ? p.classification : p.flags;
   bool const live = selected && sh.layer_size[layer] != 0;
   range_decoder dec;
   if (live) { dec.init(sh.layer_data[layer], sh.layer_size[layer]); }
   point14_last const first = sh.first;
+  std::int32_t value = Role == role_z ? first.z : Role == role_classification ? first.classification : first.flags;
   unsigned active = 0;
-  // The channel's last value of this lane's field, carried into a channel's first use.
-  auto last_of = [&](channel_state const& ch) -> std::int32_t {
-    if constexpr (Role == role_z) { return ch.z_last; }
-    if constexpr (Role == role_classification) { return ch.classification_last; }
-    return ch.flags_last;
-  };
-  auto activate = [&](unsigned channel, std::int32_t from) {
-    channel_state& ch = slot[channel];
+  unsigned current = first.channel;
+  channel_state* ch = slot + current;
+  std::uint32_t stamp = 0;
+  auto start_channel = [&](unsigned channel) {  // its first use in the chunk, from `value`
     active |= 1u << channel;
-    ch.role_stamp[Role] = ++epoch;
+    stamp = ++epoch;
+    slot[channel].role_stamp[Role] = stamp;
     if constexpr (Role == role_z) {
-      ch.z_last = from;
-      for (auto& v : ch.last_z) { v = from; }
-    } else if constexpr (Role == role_classification) {
-      ch.classification_last = static_cast<std::uint8_t>(from);
-    } else {
-      ch.flags_last = static_cast<std::uint8_t>(from);
+      for (auto& v : last_z) { v = value; }
     }
   };
-  unsigned current = first.channel;
-  activate(current, Role == role_z ? first.z : Role == role_classification ? first.classification : first.flags);
+  start_channel(current);
   std::uint32_t seen = 1;
   std::uint32_t const points = sh.points;
   for (std::uint32_t i = 1; i < points; ++i) {
@@ -860,42 +868,55 @@ __device__ bool decode_follower_layer(decode_params const& p, block_chunk& sh, s
     std::uint8_t* const rec = out + std::size_t{i} * laz_gpu_record_bytes;
     unsigned const channel = (rec[15] >> 4) & 3u;
     if (channel != current) {
-      if ((active & (1u << channel)) == 0) { activate(channel, last_of(slot[current])); }
+      if constexpr (Role == role_z) {
+        ch->z_last = value;
+        for (int k = 0; k < 8; ++k) { ch->last_z[k] = last_z[k]; }
+      } else if constexpr (Role == role_classification) {
+        ch->classification_last = static_cast<std::uint8_t>(value);
+      } else {
+        ch->flags_last = static_cast<std::uint8_t>(value);
+      }
       current = channel;
+      ch = slot + channel;
+      if ((active & (1u << channel)) == 0) {
+        start_channel(channel);
+      } else {
+        stamp = ch->role_stamp[Role];
+        if constexpr (Role == role_z) {
+          value = ch->z_last;
+          for (int k = 0; k < 8; ++k) { last_z[k] = ch->last_z[k]; }
+        } else if constexpr (Role == role_classification) {
+          value = ch->classification_last;
+        } else {
+          value = ch->flags_last;
+        }
+      }
     }
-    channel_state& ch = slot[current];
-    std::uint32_t const stamp = ch.role_stamp[Role];
     unsigned const r = rec[14] & 15u;
     unsigned const n = rec[14] >> 4;
     if constexpr (Role == role_z) {
-      std::int32_t z = ch.z_last;
       if (live) {
         unsigned const k = rec[8];
         unsigned const single = n == 1 ? 1u : 0u;
         unsigned const d = n > r ? n - r : r - n;
         unsigned const level = d < 7 ? d : 7;
-        z = ch.z.decompress(dec, ch.last_z[level], single + (k < 18 ? (k & ~1u) : 18), stamp);
-        ch.last_z[level] = z;
-        ch.z_last = z;
+        std::uint32_t kz = 0;
+        value = ch->z.decompress(dec, last_z[level], single + (k < 18 ? (k & ~1u) : 18), stamp, kz);
+        last_z[level] = value;
       }
       auto* const h = reinterpret_cast<std::uint16_t*>(rec);
-      h[4] = static_cast<std::uint16_t>(static_cast<std::uint32_t>(z));
-      h[5] = static_cast<std::uint16_t>(static_cast<std::uint32_t>(z) >> 16);
+      h[4] = static_cast<std::uint16_t>(static_cast<std::uint32_t>(value));
+      h[5] = static_cast<std::uint16_t>(static_cast<std::uint32_t>(value) >> 16);
     } else if constexpr (Role == role_classification) {
-      unsigned c = ch.classification_last;
       if (live) {
         unsigned const first_last = (r == 1 ? 1u : 0u) | (r >= n ? 2u : 0u);
-        unsigned const ctx = ((c & 0x1Fu) << 1) | (first_last == 3 ? 1u : 0u);
-        c = dec.decode_symbol(use(ch.classification[ctx], stamp));
-        ch.classification_last = static_cast<std::uint8_t>(c);
+        unsigned const ctx = ((static_cast<unsigned>(value) & 0x1Fu) << 1) | (first_last == 3 ? 1u : 0u);
+        value = static_cast<std::int32_t>(dec.decode_symbol(use(ch->classification[ctx], stamp)));
       }
-      reinterpret_cast<std::uint16_t*>(rec)[8] = static_cast<std::uint16_t>(c & 0xFFu);  // user data 0
+      reinterpret_cast<std::uint16_t*>(rec)[8] = static_cast<std::uint16_t>(value & 0xFF);  // user data 0
     } else {
-      unsigned f = ch.flags_last;
-      if (live) {
-        f = dec.decode_symbol(use(ch.flags[f & 63], stamp)) & 63;
-        ch.flags_last = static_cast<std::uint8_t>(f);
-      }
+      if (live) { value = static_cast<std::int32_t>(dec.decode_symbol(use(ch->flags[value & 63], stamp)) & 63); }
+      auto const f = static_cast<unsigned>(value);
       rec[15] = static_cast<std::uint8_t>((f & 0x0Fu) | (current << 4) | ((f & 0x30u) << 2));
     }
   }
