@@ -127,9 +127,11 @@ double gigabytes_per_second(double bytes, double seconds) { return seconds > 0.0
 void report_stages(grid_job_report const& r, double input_bytes, double open_s, std::size_t inputs, double write_s,
                    double total_s)
 {
-  spdlog::debug("inputs: {} opened (headers) in {} before reading{}", with_commas(inputs), human_seconds(open_s),
+  spdlog::debug("inputs: {} opened (headers) in {} before reading{}; the job's setup (route, grid, accumulators) {}",
+                with_commas(inputs), human_seconds(open_s),
                 inputs > 1 && open_s > 0.0 ? fmt::format(" ({:.0f} a second)", static_cast<double>(inputs) / open_s)
-                                           : std::string());
+                                           : std::string(),
+                human_seconds(r.setup_s));
   std::uint64_t const records = r.read.filtered.points_in;
   double const pass = std::max(r.bin_pass_s, 1e-9);
   double const workers = static_cast<double>(std::max(1u, r.threads));
@@ -368,7 +370,9 @@ int run_grid(grid_options const& o)
 
   // --- read, bin, write
   geotiff_output output(o.output, metrics, wopt);
+  double const before_job_s = total.seconds();
   auto const r = run_grid_job(opened.sources, job, output, std::move(gpu));
+  double const job_s = total.seconds() - before_job_s;
   for (auto const& w : r.warnings) { spdlog::warn("{}", printable(w)); }
   if (r.read.filtered.non_finite > 0) {
     spdlog::warn("skipped {} points with NaN or infinite coordinates", with_commas(r.read.filtered.non_finite));
@@ -390,7 +394,11 @@ int run_grid(grid_options const& o)
                r.passes > 1 ? " (" + std::to_string(r.passes) + " passes)" : std::string(), human_seconds(r.bin_pass_s + r.bounds_s),
                human_seconds(output.write_seconds + r.finalize_s), human_seconds(total_s),
                static_cast<double>(r.read.filtered.points_in) / std::max(total_s, 1e-9) / 1e6, o.output);
-  if (spdlog::should_log(spdlog::level::debug)) { report_stages(r, input_bytes, open_s, opened.sources.size(), output.write_seconds, total_s); }
+  if (spdlog::should_log(spdlog::level::debug)) {
+    spdlog::debug("before the job {} (options, output, inputs), the job {}", human_seconds(before_job_s),
+                  human_seconds(job_s));
+    report_stages(r, input_bytes, open_s, opened.sources.size(), output.write_seconds, total_s);
+  }
   if (!o.preview.empty()) {
     io::write_preview(o.output, o.preview, o.overwrite);
     spdlog::info("preview of band 1 ({}): {}", metric_name(metrics.front()), o.preview);

@@ -6,7 +6,6 @@
 
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/core/host_grid.hpp"
-#include "heightgrid/kernels/gpu.hpp"
 
 #include <omp.h>
 
@@ -102,6 +101,7 @@ class grid_job {
 
   grid_job_report run()
   {
+    job_start_ = clock_type::now();
     progress_ = std::make_unique<progress_display>(o_.progress, o_.progress_terminal, 0);
     choose_route();
     // The sources stop taking records from the LAZ stage when the job ends, however it ends.
@@ -211,9 +211,10 @@ class grid_job {
       using policy = auto_device_policy;
       double const cpu_s = static_cast<double>(points) / (threads_ * policy::laz_cpu_points_per_thread_s);
       double const waves = std::ceil(static_cast<double>(stage->chunk_count()) / policy::laz_gpu_wave_chunks);
-      double const gpu_s =
-        policy::laz_gpu_start_s + waves * stage->largest_chunk() * policy::laz_gpu_seconds_per_chunk_point;
-      if (points < policy::laz_gpu_min_points || gpu_s >= cpu_s) {
+      double const gpu_s = policy::laz_gpu_start_s +
+                           waves * stage->largest_chunk() * policy::laz_gpu_seconds_per_chunk_point +
+                           static_cast<double>(points) * policy::laz_records_seconds_per_point;
+      if (points < policy::laz_gpu_min_points || gpu_s * policy::laz_gpu_margin >= cpu_s) {
         std::ostringstream note;
         note.precision(2);
         note << std::fixed << "not used: " << points << " LAZ points decode in ~" << cpu_s << " s on " << threads_
@@ -221,12 +222,9 @@ class grid_job {
         give_back(note.str());
         return;
       }
-      std::string reason;
-      if (!gpu_available(&reason)) {
-        give_back("not used: " + reason);
-        return;
-      }
     }
+    // Whether there is a GPU is the stage's thread's to find out: asking here would hold the
+    // job for the driver's start (~0.2 s); without one the stage hands every chunk back at once.
     stage->start();
     laz_stage_ = std::move(stage);
     report_.laz_gpu = true;
@@ -512,6 +510,7 @@ class grid_job {
     read_progress counter;
     progress_->follow(&counter, 0, report_.passes == 0 ? "grid" : "grid (pass " + std::to_string(report_.passes + 1) + ")");
     std::uint64_t const parked_before = gpu_ != nullptr ? gpu_->parked_total() : 0;
+    if (report_.passes == 0) { report_.setup_s = seconds_since(job_start_); }
     last_read_ = read_parts(all_, rules_, {threads_, sums_}, sink, &counter);
     ++report_.passes;
     close_laz_stage();
@@ -703,6 +702,7 @@ class grid_job {
 
   bin_route route_{bin_route::cpu};
   std::unique_ptr<laz_gpu_stage> laz_stage_;  ///< layered LAZ chunks decoded on the GPU, or none
+  clock_type::time_point job_start_{};
   grid_spec grid_{};
   bool speculative_{false};
   bool no_points_{false};

@@ -60,12 +60,17 @@ struct auto_device_policy {
   /// longer than the GPU's: the CPU decodes about `laz_cpu_points_per_thread_s` points a second a
   /// thread (3.7-5.3 M on the lent hosts), the GPU a wave of up to 2000 chunks in about
   /// `laz_gpu_seconds_per_chunk_point` a point of its largest chunk (the chunks of a wave decode side
-  /// by side, a thread each: 0.56-0.67 s for chunks of 50,000 points on an H200), after a start of
-  /// `laz_gpu_start_s`. Below `laz_gpu_min_points` the GPU is never started for LAZ.
+  /// by side: 424-471 ms for chunks of 50,000 points on an H100, docs/benchmarks.md run Z), after a
+  /// start of `laz_gpu_start_s` (driver and context: 0.45-0.55 s), and then the readers bin the
+  /// records at `laz_records_seconds_per_point`; the GPU must win by `laz_gpu_margin`. Measured: a
+  /// 10^8-point file 1.4 s on the GPU vs 2.0 s on 16 cores (chosen), 1000 tiles of 64,600 points
+  /// about even (not chosen). Below `laz_gpu_min_points` the GPU is never started for LAZ.
   static constexpr std::uint64_t laz_gpu_min_points = 20'000'000;
   static constexpr double laz_cpu_points_per_thread_s = 3.7e6;
-  static constexpr double laz_gpu_seconds_per_chunk_point = 13e-6;
-  static constexpr double laz_gpu_start_s = 0.3;
+  static constexpr double laz_gpu_seconds_per_chunk_point = 9.5e-6;
+  static constexpr double laz_gpu_start_s = 0.5;
+  static constexpr double laz_records_seconds_per_point = 1.5e-9;
+  static constexpr double laz_gpu_margin = 1.15;
   static constexpr std::size_t laz_gpu_wave_chunks = 2000;
 };
 
@@ -128,6 +133,7 @@ struct grid_job_report {
   double gpu_start_s{0.0};
   std::string gpu_note;  ///< why the GPU was not used, when it was not
   double bounds_s{0.0};
+  double setup_s{0.0};        ///< from the job's start to its first reading (route, grid, accumulators)
   double bin_pass_s{0.0};     ///< wall time of the binning passes (reading included)
   double read_busy_s{0.0};    ///< worker time spent reading/decoding (all threads)
   double cpu_bin_busy_s{0.0}; ///< worker time spent binning on the CPU

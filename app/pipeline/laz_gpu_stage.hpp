@@ -11,7 +11,9 @@
 // and uploads them, decodes the wave, and downloads its records group by group into a ring of
 // eight 32 MiB page-locked slots as the readers free them (host memory stays at 256 MiB however
 // large the wave; the records wait on the device). A reader asking for a chunk waits for its
-// group. Anything the GPU cannot do goes back to the
+// group. (Readers that decode chunks themselves while the GPU starts and decodes were tried: the
+// CPU they take slows CUDA's start and the reading of the compressed bytes more than they gain;
+// docs/benchmarks-history.md.) Anything the GPU cannot do goes back to the
 // reader's own decoder (records() returns nullptr): a chunk the GPU decoder rejects (the CPU
 // decoder then names the problem), a device that fails to start or fails later, a chunk asked
 // for a second time (a later pass), a chunk beyond what the stage can reach before readers that
