@@ -1,11 +1,12 @@
-// LAZ layered chunks (LASzip compressor 3, point14) decoded on the GPU, one chunk a thread.
+// LAZ layered chunks (LASzip compressor 3, point14) decoded on the GPU, one chunk a block.
 //
 // The entropy coder and the point14 models are those of the CPU decoder (io/src/laz/laz_arith.*,
 // laz_layered_point14.hpp), step for step: same 16-bit model tables, same search, same update
 // schedule, so the records are the same bytes. What differs is where the state lives: a thread's
 // models are in device memory (a slot of four scanner channels, ~1 MiB), its coder state in
-// registers. Models are reset on first use after a channel starts (a stamp per model), as the CPU
-// decoder does for its context models: a chunk touches a few dozen of its ~300 models.
+// registers, a channel's hot state in registers and shared memory. Models are reset on first use
+// after a channel starts (a stamp per model), as the CPU decoder does for its context models: a
+// chunk touches a few dozen of its ~300 models.
 //
 // Mappings (laz_gpu_mapping): chunk_per_thread, one thread decodes a chunk's layers in turn;
 // layer_per_lane, four lanes of a warp decode a chunk's XY, Z, classification and flags layers
@@ -349,9 +350,8 @@ struct point14_last {
 enum role : unsigned { role_xy, role_z, role_classification, role_flags, roles };
 
 struct channel_state {
-  std::uint32_t stamp;              // chunk_per_thread: every model's
-  std::uint32_t role_stamp[roles];  // layer_per_lane: the models of each role's layer
-  // layer_per_lane: the last Z, classification and flags of the channel, each kept by its lane.
+  std::uint32_t role_stamp[roles];  // the stamp of each layer's models (the lane that decodes it)
+  // The last Z, classification and flags of the channel, each kept by its lane.
   std::int32_t z_last;
   std::uint8_t classification_last, flags_last;
   bool last_gps_changed;
@@ -403,7 +403,6 @@ __host__ __device__ std::size_t lay_out(channel_state* c, std::uint16_t* arena)
   for (int i = 0; i < 64; ++i) { place(c != nullptr ? c->classification + i : nullptr, 256); }
   for (int i = 0; i < 64; ++i) { place(c != nullptr ? c->flags + i : nullptr, 64); }
   if (c != nullptr) {
-    c->stamp = 0;
     for (auto& r : c->role_stamp) { r = 0; }
     c->dx.zero.stamp = c->dy.zero.stamp = c->z.zero.stamp = 0;
     c->dx.corrector[0].stamp = c->dy.corrector[0].stamp = c->z.corrector[0].stamp = 0;
@@ -492,166 +491,6 @@ struct decode_params {
   bool z, classification, flags;
 };
 
-__device__ laz_gpu_status decode_chunk(decode_params const& p, laz_gpu_chunk const& chunk, channel_state* slot,
-                                       std::uint32_t& epoch)
-{
-  std::uint8_t const* const data = p.compressed + chunk.source;
-  std::uint64_t const size = chunk.source_bytes;
-  std::uint64_t const header = p.record_length + 4ull + 4ull * p.layer_count;
-  if (size < header) { return laz_gpu_status::short_header; }
-  std::uint32_t const points = load_u32(data + p.record_length);
-  if (points == 0 || points != chunk.points) { return laz_gpu_status::bad_point_count; }
-
-  std::uint8_t const* layer_data[point14_layers];
-  std::uint32_t layer_size[point14_layers];
-  std::uint64_t position = header;
-  for (std::uint32_t l = 0; l < p.layer_count; ++l) {
-    std::uint32_t const bytes = load_u32(data + p.record_length + 4 + 4 * l);
-    if (bytes > size - position) { return laz_gpu_status::layer_past_end; }
-    if (l < point14_layers) {
-      layer_data[l] = data + position;
-      layer_size[l] = bytes;
-    }
-    position += bytes;
-  }
-  if (points > 1 && layer_size[layer_xy] == 0) { return laz_gpu_status::empty_xy_layer; }
-
-  bool const live_z = p.z && layer_size[layer_z] != 0;
-  bool const live_classification = p.classification && layer_size[layer_classification] != 0;
-  bool const live_flags = p.flags && layer_size[layer_flags] != 0;
-  range_decoder xy, zd, cd, fd;
-  xy.init(layer_data[layer_xy], layer_size[layer_xy]);
-  if (live_z) { zd.init(layer_data[layer_z], layer_size[layer_z]); }
-  if (live_classification) { cd.init(layer_data[layer_classification], layer_size[layer_classification]); }
-  if (live_flags) { fd.init(layer_data[layer_flags], layer_size[layer_flags]); }
-
-  // The raw first point; unselected fields read as zero from here on.
-  point14_last first;
-  first.x = static_cast<std::int32_t>(load_u32(data));
-  first.y = static_cast<std::int32_t>(load_u32(data + 4));
-  first.z = p.z ? static_cast<std::int32_t>(load_u32(data + 8)) : 0;
-  first.return_number = data[14] & 0x0F;
-  first.number_of_returns = data[14] >> 4;
-  first.flags = p.flags ? static_cast<std::uint8_t>((data[15] & 0x0F) | ((data[15] >> 2) & 0x30)) : 0;
-  first.channel = (data[15] >> 4) & 3;
-  first.classification = p.classification ? data[16] : 0;
-  std::uint8_t* out = p.records + chunk.first_record * laz_gpu_record_bytes;
-  store_record(first, out);
-
-  unsigned active = 0;
-  auto activate = [&](unsigned channel, point14_last const& from) {
-    channel_state& ch = slot[channel];
-    active |= 1u << channel;
-    ch.stamp = ++epoch;
-    ch.last = from;
-    ch.last_gps_changed = false;
-    for (auto& m : ch.dx_median) { m.reset(); }
-    for (auto& m : ch.dy_median) { m.reset(); }
-    for (auto& v : ch.last_z) { v = from.z; }
-  };
-  unsigned current = first.channel;
-  activate(current, first);
-  channel_state* ch = slot + current;
-
-  for (std::uint32_t i = 1; i < points; ++i) {
-    if (i % overrun_check_interval == 0 && xy.overrun > overrun_tolerance) { return laz_gpu_status::overrun; }
-    std::uint32_t stamp = ch->stamp;
-    unsigned changed;
-    {
-      point14_last const& prev = ch->last;
-      unsigned const ctx = (prev.return_number == 1 ? 1u : 0u) |
-                           (prev.return_number >= prev.number_of_returns ? 2u : 0u) |
-                           (ch->last_gps_changed ? 4u : 0u);
-      changed = xy.decode_symbol(use(ch->changed[ctx], stamp));
-    }
-    if (changed & changed_channel) {
-      unsigned const step = xy.decode_symbol(use(ch->channel_step, stamp));
-      unsigned const next = (current + step + 1) & 3u;
-      if ((active & (1u << next)) == 0) { activate(next, ch->last); }
-      current = next;
-      ch = slot + next;
-      ch->last.channel = static_cast<std::uint8_t>(next);
-      stamp = ch->stamp;
-    }
-    point14_last& pt = ch->last;
-    unsigned const gps_changed = (changed & changed_gps_time) ? 1u : 0u;
-
-    unsigned n = pt.number_of_returns;
-    if (changed & changed_number_of_returns) {
-      n = xy.decode_symbol(use(ch->number_of_returns[n & 15], stamp)) & 15;
-      pt.number_of_returns = static_cast<std::uint8_t>(n);
-    }
-    unsigned r = pt.return_number;
-    switch (changed & changed_return_number_mask) {
-      case 0: break;
-      case 1: r = (r + 1) & 15; break;
-      case 2: r = (r + 15) & 15; break;
-      default:
-        if (gps_changed) {
-          r = xy.decode_symbol(use(ch->return_number[r & 15], stamp)) & 15;
-        } else {
-          r = (r + xy.decode_symbol(use(ch->return_step, stamp)) + 2) & 15;
-        }
-        break;
-    }
-    pt.return_number = static_cast<std::uint8_t>(r);
-
-    unsigned const single = n == 1 ? 1u : 0u;
-    unsigned const first_last = (r == 1 ? 1u : 0u) | (r >= n ? 2u : 0u);
-    unsigned const m = (unsigned{xy_predictor_of_return[n][r]} << 1) | gps_changed;
-
-    std::uint32_t kx = 0, ky = 0, kz = 0;
-    std::int32_t const step_x = ch->dx.decompress(xy, ch->dx_median[m].get(), single, stamp, kx);
-    pt.x = static_cast<std::int32_t>(static_cast<std::uint32_t>(pt.x) + static_cast<std::uint32_t>(step_x));
-    ch->dx_median[m].add(step_x);
-    std::int32_t const step_y =
-      ch->dy.decompress(xy, ch->dy_median[m].get(), single + (kx < 20 ? (kx & ~1u) : 20), stamp, ky);
-    pt.y = static_cast<std::int32_t>(static_cast<std::uint32_t>(pt.y) + static_cast<std::uint32_t>(step_y));
-    ch->dy_median[m].add(step_y);
-
-    if (live_z) {
-      unsigned const k = (kx + ky) / 2;
-      unsigned const d = n > r ? n - r : r - n;
-      unsigned const level = d < 7 ? d : 7;
-      pt.z = ch->z.decompress(zd, ch->last_z[level], single + (k < 18 ? (k & ~1u) : 18), stamp, kz);
-      ch->last_z[level] = pt.z;
-    }
-    if (live_classification) {
-      unsigned const ctx = ((pt.classification & 0x1Fu) << 1) | (first_last == 3 ? 1u : 0u);
-      pt.classification = static_cast<std::uint8_t>(cd.decode_symbol(use(ch->classification[ctx], stamp)));
-    }
-    if (live_flags) {
-      pt.flags = static_cast<std::uint8_t>(fd.decode_symbol(use(ch->flags[pt.flags & 63], stamp)) & 63);
-    }
-    store_record(pt, out + std::size_t{i} * laz_gpu_record_bytes);
-    ch->last_gps_changed = gps_changed != 0;
-  }
-  if (xy.overrun > overrun_tolerance || (live_z && zd.overrun > overrun_tolerance) ||
-      (live_classification && cd.overrun > overrun_tolerance) || (live_flags && fd.overrun > overrun_tolerance)) {
-    return laz_gpu_status::overrun;
-  }
-  return laz_gpu_status::ok;
-}
-
-/// chunk_per_thread: one thread decodes a chunk, every layer in turn. One active thread a block
-/// (32 threads): lanes of a warp on different chunks diverge on every data-dependent branch, and
-/// the measured throughput fell with every lane added (1 lane 150 M points/s, 4 lanes 119, 8 lanes
-/// 91, 32 lanes 46 on an H200, 10^8 points in 2000 chunks).
-__global__ void decode_chunk_per_thread_kernel(decode_params p)
-{
-  if (threadIdx.x != 0) { return; }
-  std::size_t const slot = blockIdx.x;
-  channel_state* const channels = p.channels + slot * channels_per_slot;
-  std::uint32_t epoch = p.epochs[slot];
-  for (;;) {
-    unsigned long long const c = atomicAdd(p.next_chunk, 1ull);
-    if (c >= p.chunk_count) { break; }
-    p.status[c] = decode_chunk(p, p.chunks[c], channels, epoch);
-  }
-  p.epochs[slot] = epoch;
-}
-
-
 // ------------------------------------------------------------------------------------------
 // layer_per_lane: the layers of a chunk decoded side by side
 // ------------------------------------------------------------------------------------------
@@ -665,7 +504,8 @@ __global__ void decode_chunk_per_thread_kernel(decode_params p)
 // the Z context k (in the Z slot) of each point into the record and publishes how many records
 // hold them in shared memory; the others follow, read what they need from the record and write
 // their own bytes (Z 8-11, flags 15, classification and user data 16-17). The chunk's time is
-// the XY layer's rather than the sum of all four. Each lane tracks the scanner channels itself
+// the XY layer's rather than the sum of all four: 475 vs 483 ms for 2000 chunks of 50,000 points
+// on an H100 (the XY layer is nearly all of a chunk). Each lane tracks the scanner channels itself
 // (they switch on the XY lane's word) and keeps its own per-channel state and stamps.
 
 struct block_chunk {
@@ -923,14 +763,24 @@ __device__ bool decode_follower_layer(decode_params const& p, block_chunk& sh, s
   return !live || dec.overrun <= overrun_tolerance;
 }
 
-__global__ void __launch_bounds__(32) decode_layer_per_lane_kernel(decode_params p)
+/// Both mappings. `Lanes` = roles (layer_per_lane): lane r decodes layer r, side by side. `Lanes`
+/// = 1 (chunk_per_thread): lane 0 decodes the four layers one after the other (each follower then
+/// finds every record published). One block of 32 threads a chunk at a time; blocks take chunks from
+/// an atomic counter. Lanes of a warp on different chunks would diverge on every data-dependent
+/// branch: one thread a chunk with 1, 4, 8 or 32 chunks a warp gave 667, 840, 1104 and 2156 ms for
+/// 2000 chunks of 50,000 points (H200), so a warp never holds more than one chunk.
+template <unsigned Lanes>
+__global__ void __launch_bounds__(32) decode_chunks_kernel(decode_params p)
 {
+  static_assert(Lanes == 1 || Lanes == roles, "a lane per layer, or one lane for all");
   __shared__ block_chunk sh;
-  unsigned const role = threadIdx.x;
-  bool const leader = threadIdx.x < roles;
+  bool const leader = threadIdx.x < Lanes;
   std::size_t const slot = blockIdx.x;
   channel_state* const channels = p.channels + slot * channels_per_slot;
-  std::uint32_t epoch = leader ? p.epochs[slot * roles + role] : 0;
+  std::uint32_t epochs[roles] = {};  // of the roles this lane decodes
+  if (leader) {
+    for (unsigned role = threadIdx.x; role < roles; role += Lanes) { epochs[role] = p.epochs[slot * roles + role]; }
+  }
   for (;;) {
     if (threadIdx.x == 0) {
       sh.chunk = atomicAdd(p.next_chunk, 1ull);
@@ -943,19 +793,24 @@ __global__ void __launch_bounds__(32) decode_layer_per_lane_kernel(decode_params
     if (sh.chunk >= p.chunk_count) { break; }
     if (sh.status == laz_gpu_status::ok && leader) {
       std::uint8_t* const out = p.records + p.chunks[sh.chunk].first_record * laz_gpu_record_bytes;
-      bool ok = true;
-      switch (role) {
-        case role_xy:
-          ok = decode_xy_layer(sh, out, channels, epoch);
-          if (!ok) {
-            cuda::atomic_ref<std::uint32_t, cuda::thread_scope_block>(sh.abort).store(1, cuda::memory_order_relaxed);
-          }
-          break;
-        case role_z: ok = decode_follower_layer<role_z>(p, sh, out, channels, epoch); break;
-        case role_classification: ok = decode_follower_layer<role_classification>(p, sh, out, channels, epoch); break;
-        default: ok = decode_follower_layer<role_flags>(p, sh, out, channels, epoch); break;
+      for (unsigned role = threadIdx.x; role < roles; role += Lanes) {
+        bool ok = true;
+        switch (role) {
+          case role_xy:
+            ok = decode_xy_layer(sh, out, channels, epochs[role]);
+            if (!ok) {
+              cuda::atomic_ref<std::uint32_t, cuda::thread_scope_block>(sh.abort).store(1, cuda::memory_order_relaxed);
+            }
+            break;
+          case role_z: ok = decode_follower_layer<role_z>(p, sh, out, channels, epochs[role]); break;
+          case role_classification:
+            ok = decode_follower_layer<role_classification>(p, sh, out, channels, epochs[role]);
+            break;
+          default: ok = decode_follower_layer<role_flags>(p, sh, out, channels, epochs[role]); break;
+        }
+        sh.overrun[role] = ok ? 0 : 1;
+        if (!ok && role == role_xy) { break; }  // one lane for all: the others would only stop
       }
-      sh.overrun[role] = ok ? 0 : 1;
     }
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -969,7 +824,9 @@ __global__ void __launch_bounds__(32) decode_layer_per_lane_kernel(decode_params
     }
     __syncthreads();
   }
-  if (leader) { p.epochs[slot * roles + role] = epoch; }
+  if (leader) {
+    for (unsigned role = threadIdx.x; role < roles; role += Lanes) { p.epochs[slot * roles + role] = epochs[role]; }
+  }
 }
 
 }  // namespace
@@ -1162,9 +1019,9 @@ std::vector<laz_gpu_status> laz_gpu_decoder::decode(laz_gpu_format const& format
   p.flags = format.flags;
 
   if (s.mapping == laz_gpu_mapping::chunk_per_thread) {
-    decode_chunk_per_thread_kernel<<<blocks, 32, 0, s.stream>>>(p);
+    decode_chunks_kernel<1><<<blocks, 32, 0, s.stream>>>(p);
   } else {
-    decode_layer_per_lane_kernel<<<blocks, 32, 0, s.stream>>>(p);
+    decode_chunks_kernel<roles><<<blocks, 32, 0, s.stream>>>(p);
   }
   HG_CUDA_TRY(cudaGetLastError());
   decoded.record(s.stream);
