@@ -433,18 +433,13 @@ class laz_chunk_parts final : public las_parts_base {
     }
     bulk_chunk_decoder::file_format const format{static_cast<std::uint32_t>(vlr_.record_length()),
                                                  static_cast<std::uint32_t>(layers)};
-    // The decoder reads on its own thread, through a handle of its own (release() may close ours).
+    // The decoder reads on its own threads, opening the file for each chunk: a handle kept per file
+    // would hold one descriptor per input for the whole job (10^5 tiles pass the usual limit), and
+    // an open costs microseconds next to a chunk's ~300 KB.
     std::string const path = header_.path;
-    auto handle = std::make_shared<std::shared_ptr<las_file const>>();
-    auto mutex = std::make_shared<std::mutex>();
-    bulk_first_ = decoder->add_file(format, chunks, [path, handle, mutex](std::uint64_t o, std::size_t n, std::uint8_t* b) {
-      std::shared_ptr<las_file const> h;
-      {
-        std::lock_guard<std::mutex> lock(*mutex);
-        if (!*handle) { *handle = std::make_shared<las_file const>(path); }
-        h = *handle;
-      }
-      h->read_exact(o, n, b);
+    bulk_first_ = decoder->add_file(format, chunks, [path](std::uint64_t o, std::size_t n, std::uint8_t* b) {
+      las_file const f(path);
+      f.read_exact(o, n, b);
     });
     bulk_ = decoder;
     return true;
