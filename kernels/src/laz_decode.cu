@@ -13,6 +13,7 @@
 // side by side (see below). Blocks take chunks from an atomic counter until none are left.
 
 #include "heightgrid/core/error.hpp"
+#include "heightgrid/core/laz_tables.hpp"
 #include "heightgrid/kernels/laz_gpu.hpp"
 
 #include "detail/infra/cuda_check.cuh"
@@ -423,26 +424,8 @@ __global__ void lay_out_channels_kernel(channel_state* channels, std::uint16_t* 
 // The chunk
 // ------------------------------------------------------------------------------------------
 
-// clang-format off
-__constant__ std::uint8_t xy_predictor_of_return[16][16] = {
-  {0, 1, 2, 3, 4, 5, 3, 4, 4, 5, 5, 5, 5, 5, 5, 5},
-  {1, 0, 1, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3},
-  {2, 1, 2, 4, 4, 4, 4, 4, 4, 4, 4, 3, 3, 3, 3, 3},
-  {3, 3, 4, 5, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4},
-  {4, 3, 4, 4, 5, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4},
-  {5, 3, 4, 4, 4, 5, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4},
-  {3, 3, 4, 4, 4, 4, 5, 4, 4, 4, 4, 4, 4, 4, 4, 4},
-  {4, 3, 4, 4, 4, 4, 4, 5, 4, 4, 4, 4, 4, 4, 4, 4},
-  {4, 3, 4, 4, 4, 4, 4, 4, 5, 4, 4, 4, 4, 4, 4, 4},
-  {5, 3, 4, 4, 4, 4, 4, 4, 4, 5, 4, 4, 4, 4, 4, 4},
-  {5, 3, 4, 4, 4, 4, 4, 4, 4, 4, 5, 4, 4, 4, 4, 4},
-  {5, 3, 3, 4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 4, 4, 4},
-  {5, 3, 3, 4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 4, 4},
-  {5, 3, 3, 4, 4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5, 4},
-  {5, 3, 3, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 5, 5, 5},
-  {5, 3, 3, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 4, 5, 5},
-};
-// clang-format on
+/// core/laz_tables.hpp's table, in constant memory.
+__constant__ laz_xy_predictor_table const xy_predictor = laz_xy_predictor;
 
 constexpr unsigned changed_channel = 1u << 6;
 constexpr unsigned changed_gps_time = 1u << 4;
@@ -498,15 +481,19 @@ struct decode_params {
 // A block of one warp takes a chunk; lane 0 decodes the channel/returns/XY layer and lanes 1-3 the
 // Z, classification and flags layers, each with its own coder and models (the other lanes idle).
 // Lanes of one warp diverge here on purpose: independent thread scheduling (sm_70 on) interleaves
-// their paths, so one lane's memory waits hide behind another's, and a lane may spin on another.
-// (Four warps a block, a warp a layer, would fit only 8 blocks a multiprocessor at the kernel's 64
-// registers a thread: half the chunks of a wave.) The XY lane runs ahead: it writes X, Y, the returns byte, the channel (in the flags byte) and
-// the Z context k (in the Z slot) of each point into the record and publishes how many records
-// hold them in shared memory; the others follow, read what they need from the record and write
-// their own bytes (Z 8-11, flags 15, classification and user data 16-17). The chunk's time is
-// the XY layer's rather than the sum of all four: 475 vs 483 ms for 2000 chunks of 50,000 points
-// on an H100 (the XY layer is nearly all of a chunk). Each lane tracks the scanner channels itself
-// (they switch on the XY lane's word) and keeps its own per-channel state and stamps.
+// their paths, and a lane may spin on another. The warp still issues one lane's instruction at a
+// time (ncu: 1.0 active threads a warp), so the lanes fill each other's latency gaps rather than
+// run at once. The XY lane runs ahead: it writes X, Y, the returns byte, the channel (in the flags
+// byte) and the Z context k (in the Z slot) of each point into the record and publishes how many
+// records hold them in shared memory; the others follow, read what they need from the record and
+// write their own bytes (Z 8-11, flags 15, classification and user data 16-17). A chunk takes as
+// long as its XY layer: 475 vs 483 ms (all layers on one lane) for 2000 chunks of 50,000 points on
+// an H100, and the XY lane alone in a warp of its own (followers in a second warp) decodes a round
+// of chunks no faster while fitting fewer at once. Its models sit in L1 (98.7 % hits): the bound is
+// the XY chain's instructions (~1,400 a point for the four layers, ~7 cycles each), not memory;
+// models copied into shared memory made it slower (docs/benchmarks-history.md). Each lane tracks
+// the scanner channels itself (they switch on the XY lane's word) and keeps its own per-channel
+// state and stamps.
 
 struct block_chunk {
   unsigned long long chunk;
@@ -633,7 +620,7 @@ __device__ bool decode_xy_layer(block_chunk& sh, std::uint8_t* out, channel_stat
         break;
     }
     unsigned const single = n == 1 ? 1u : 0u;
-    unsigned const m = (unsigned{xy_predictor_of_return[n][r]} << 1) | gps_changed;
+    unsigned const m = (unsigned{xy_predictor.of_return[n][r]} << 1) | gps_changed;
     std::uint32_t kx = 0, ky = 0;
     std::int32_t const step_x = ch->dx.decompress(xy, medians[0][m].get(), single, stamp, kx);
     x = static_cast<std::int32_t>(static_cast<std::uint32_t>(x) + static_cast<std::uint32_t>(step_x));

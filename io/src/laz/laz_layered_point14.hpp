@@ -273,7 +273,7 @@ class point14_decoder {
       unsigned const single = n == 1 ? 1u : 0u;
       // first return (1) | last return (2)
       unsigned const first_last = (r == 1 ? 1u : 0u) | (r >= n ? 2u : 0u);
-      unsigned const m = (unsigned{xy_predictor_of_return[n][r]} << 1) | gps_changed;
+      unsigned const m = (unsigned{laz_xy_predictor.of_return[n][r]} << 1) | gps_changed;
 
       std::int32_t const step_x = ch->dx.decompress(xy, ch->dx_median[m].get(), single);
       p.x = wrap_add(p.x, step_x);
