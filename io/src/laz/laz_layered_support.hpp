@@ -122,7 +122,6 @@ class context_models {
   std::uint32_t symbols_;
 };
 
-
 /// Which of eight previous Z values predicts a point's Z: how far its return number is from
 /// the last return, capped at 7 (returns at the same depth in the pulse have similar heights).
 unsigned z_predictor_of_return(unsigned number_of_returns, unsigned return_number)
