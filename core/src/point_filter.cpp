@@ -16,17 +16,17 @@ filter_options filter_options::keep_all()
 }
 
 filter_rules::filter_rules(filter_options const& options)
-  : drop_withheld_(options.drop_withheld),
-    check_returns_(options.returns != return_filter::all),
-    returns_(options.returns),
-    check_z_(options.z_min > -HUGE_VAL || options.z_max < HUGE_VAL),
-    z_min_(options.z_min),
-    z_max_(options.z_max)
 {
+  t_.drop_withheld = options.drop_withheld;
+  t_.check_returns = options.returns != return_filter::all;
+  t_.returns = options.returns;
+  t_.check_z = options.z_min > -HUGE_VAL || options.z_max < HUGE_VAL;
+  t_.z_min = options.z_min;
+  t_.z_max = options.z_max;
   // Class decisions as a 256-entry table: one load per point instead of two list searches.
-  class_ok_.fill(options.classes.empty());
-  for (auto c : options.classes) { class_ok_[c] = true; }
-  for (auto c : options.drop_classes) { class_ok_[c] = false; }
+  for (bool& ok : t_.class_ok) { ok = options.classes.empty(); }
+  for (auto c : options.classes) { t_.class_ok[c] = true; }
+  for (auto c : options.drop_classes) { t_.class_ok[c] = false; }
 }
 
 void apply_filter(filter_options const& options, point_chunk& chunk, filter_stats& stats)

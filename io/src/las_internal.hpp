@@ -64,30 +64,13 @@ struct opened_las {
 [[nodiscard]] laz::laz_file_layout laz_layout_of(las_header_info const& h);
 
 /// The attributes of one point record that filtering looks at, as point_chunk holds them.
-struct record_attributes {
-  std::uint8_t classification;
-  std::uint8_t flags;  ///< point_flag bits
-  std::uint8_t return_number;
-  std::uint8_t number_of_returns;
-};
+using record_attributes = las_record_attributes;
 
 /// Decodes the attributes of the record at `p`; Extended selects the layout of formats 6-10.
 template <bool Extended>
 [[nodiscard]] inline record_attributes load_attributes(std::uint8_t const* p) noexcept
 {
-  namespace at = las_layout::point_at;
-  std::uint8_t const returns = p[at::returns];
-  if constexpr (Extended) {
-    // Bits 0-3 of the flags byte: synthetic, key-point, withheld, overlap: point_flag's order.
-    return {p[at::extended_classification], static_cast<std::uint8_t>(p[at::extended_flags] & 0x0F),
-            static_cast<std::uint8_t>(returns & 0x0F), static_cast<std::uint8_t>(returns >> 4)};
-  } else {
-    // Class in bits 0-4; synthetic, key-point, withheld in bits 5-7, which shifted down are
-    // point_flag's synthetic, key_point, withheld. Overlap is class 12 in these formats.
-    std::uint8_t const c = p[at::legacy_classification];
-    return {static_cast<std::uint8_t>(c & 0x1F), static_cast<std::uint8_t>(c >> 5),
-            static_cast<std::uint8_t>(returns & 0x07), static_cast<std::uint8_t>((returns >> 3) & 0x07)};
-  }
+  return las_attributes(p, Extended);
 }
 
 }  // namespace heightgrid::io::detail

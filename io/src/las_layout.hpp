@@ -2,6 +2,8 @@
 // Byte layout of ASPRS LAS 1.0-1.4 files, shared by the reader and the writer so that the two
 // cannot drift apart. Every multi-byte field in LAS is little-endian.
 
+#include "heightgrid/core/las_record.hpp"
+
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -81,19 +83,8 @@ inline constexpr std::array<std::uint16_t, max_point_format + 1> base_record_siz
 [[nodiscard]] constexpr bool is_extended_format(int format) noexcept { return format >= 6; }
 
 /// Byte offsets inside a point record. X, Y, Z and intensity are common to all formats.
-namespace point_at {
-inline constexpr std::size_t x = 0;
-inline constexpr std::size_t y = 4;
-inline constexpr std::size_t z = 8;
-inline constexpr std::size_t intensity = 12;
-inline constexpr std::size_t returns = 14;  // formats 0-5: return 3 bits, count 3 bits, scan dir, edge
-                                            // formats 6-10: return 4 bits, count 4 bits
-inline constexpr std::size_t legacy_classification = 15;  // class 5 bits, then 3 flag bits
-inline constexpr std::size_t legacy_gps_time = 20;        // formats 1, 3, 4, 5
-inline constexpr std::size_t extended_flags = 15;  // flags 4 bits, channel 2, scan dir, edge
-inline constexpr std::size_t extended_classification = 16;
-inline constexpr std::size_t extended_gps_time = 22;
-}  // namespace point_at
+/// Offsets inside a point record: core's definition, which the GPU's record decoder shares.
+namespace point_at = ::heightgrid::las_point_at;
 
 /// Where the red channel starts, or 0 for formats without colour.
 [[nodiscard]] constexpr std::size_t rgb_offset(int format) noexcept

@@ -1,6 +1,7 @@
 #pragma once
 // The filter stage between readers and gridding: classes, returns, withheld points, z limits.
 
+#include "heightgrid/core/grid_spec.hpp"  // HG_HOST_DEVICE
 #include "heightgrid/core/point_chunk.hpp"
 
 #include <array>
@@ -55,6 +56,46 @@ struct filter_stats {
 /// order filter_stats counts them.
 enum class filter_verdict : std::uint8_t { keep, non_finite, by_class, withheld, by_return, by_z };
 
+/// Whether v is finite, on the host and the device alike.
+HG_HOST_DEVICE inline bool finite_value(double v) noexcept
+{
+#if defined(__CUDA_ARCH__)
+  return isfinite(v);
+#else
+  return std::isfinite(v);
+#endif
+}
+
+/// filter_options compiled to plain data (a class table, flags, z limits): what filter_rules judges
+/// with on the host, and what a kernel that filters raw LAS records takes by value, so that both
+/// sides judge every point by the same code.
+struct filter_table {
+  bool class_ok[256];
+  bool drop_withheld;
+  bool check_returns;
+  return_filter returns;
+  bool check_z;
+  double z_min;
+  double z_max;
+
+  /// See filter_rules::judge.
+  HG_HOST_DEVICE [[nodiscard]] filter_verdict judge(double x, double y, double z, bool has_class,
+                                                    std::uint8_t classification, bool has_flags, std::uint8_t flags,
+                                                    bool has_returns, std::uint8_t return_number,
+                                                    std::uint8_t number_of_returns) const noexcept
+  {
+    if (!(finite_value(x) && finite_value(y) && finite_value(z))) { return filter_verdict::non_finite; }
+    if (has_class && !class_ok[classification]) { return filter_verdict::by_class; }
+    if (drop_withheld && has_flags && (flags & point_flag::withheld) != 0) { return filter_verdict::withheld; }
+    if (check_returns && has_returns) {
+      bool const keep = returns == return_filter::first ? return_number <= 1 : return_number >= number_of_returns;
+      if (!keep) { return filter_verdict::by_return; }
+    }
+    if (check_z && !(z >= z_min && z <= z_max)) { return filter_verdict::by_z; }
+    return filter_verdict::keep;
+  }
+};
+
 /// filter_options compiled for use point by point, so that readers which filter while decoding
 /// (LAS, LAZ) and apply_filter judge every point by the same code.
 class filter_rules {
@@ -62,7 +103,10 @@ class filter_rules {
   explicit filter_rules(filter_options const& options);
 
   /// Whether any rule looks at z (readers of integer coordinates skip computing z otherwise).
-  [[nodiscard]] bool checks_z() const noexcept { return check_z_; }
+  [[nodiscard]] bool checks_z() const noexcept { return t_.check_z; }
+
+  /// The rules as plain data (for a kernel).
+  [[nodiscard]] filter_table const& table() const noexcept { return t_; }
 
   /// The verdict on a point whose attributes are known. `has_*` say whether the source has that
   /// attribute: rules on attributes it lacks do not apply. x, y, z must be the coordinates as
@@ -71,15 +115,8 @@ class filter_rules {
                                      bool has_flags, std::uint8_t flags, bool has_returns,
                                      std::uint8_t return_number, std::uint8_t number_of_returns) const noexcept
   {
-    if (!(std::isfinite(x) && std::isfinite(y) && std::isfinite(z))) { return filter_verdict::non_finite; }
-    if (has_class && !class_ok_[classification]) { return filter_verdict::by_class; }
-    if (drop_withheld_ && has_flags && (flags & point_flag::withheld) != 0) { return filter_verdict::withheld; }
-    if (check_returns_ && has_returns) {
-      bool const keep = returns_ == return_filter::first ? return_number <= 1 : return_number >= number_of_returns;
-      if (!keep) { return filter_verdict::by_return; }
-    }
-    if (check_z_ && !(z >= z_min_ && z <= z_max_)) { return filter_verdict::by_z; }
-    return filter_verdict::keep;
+    return t_.judge(x, y, z, has_class, classification, has_flags, flags, has_returns, return_number,
+                    number_of_returns);
   }
 
   /// Counts a verdict other than keep in `stats` (points_in is the caller's to count).
@@ -96,13 +133,7 @@ class filter_rules {
   }
 
  private:
-  std::array<bool, 256> class_ok_{};
-  bool drop_withheld_{true};
-  bool check_returns_{false};
-  return_filter returns_{return_filter::all};
-  bool check_z_{false};
-  double z_min_{-HUGE_VAL};
-  double z_max_{HUGE_VAL};
+  filter_table t_{};
 };
 
 /// Removes rejected points from `chunk` in place (order of the kept points is preserved).
