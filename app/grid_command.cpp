@@ -150,12 +150,13 @@ void report_stages(grid_job_report const& r, double input_bytes, double open_s, 
                 100.0 * bin_share, 100.0 * wait_share);
   if (r.gpu_batches > 0) {
     double const h2d_share = r.gpu.h2d_ms * 1e-3 / pass;
-    spdlog::debug("GPU {}: started in {} (overlapped with reading; {} batches read meanwhile), {} of {} batches; "
+    spdlog::debug("GPU {}: started in {} (overlapped with reading; {} batches read meanwhile), {} of {} batches{}; "
                   "H2D {:.1f} ms for {} "
                   "({:.1f} GB/s while copying, {:.0f} % of the pass), binning kernels {:.1f} ms ({:.0f} %), "
                   "finalize + download {:.1f} ms",
                   r.device, human_seconds(r.gpu_start_s), with_commas(r.read_ahead_batches), with_commas(r.gpu_batches),
-                  with_commas(r.gpu_batches + r.cpu_batches), r.gpu.h2d_ms, human_bytes(static_cast<double>(r.gpu.bytes_uploaded)),
+                  with_commas(r.gpu_batches + r.cpu_batches),
+                  r.las_records_on_gpu ? " (LAS records decoded and filtered on the GPU)" : "", r.gpu.h2d_ms, human_bytes(static_cast<double>(r.gpu.bytes_uploaded)),
                   r.gpu.h2d_ms > 0.0 ? static_cast<double>(r.gpu.bytes_uploaded) / (r.gpu.h2d_ms * 1e-3) / 1e9 : 0.0,
                   100.0 * h2d_share, r.gpu.bin_ms, 100.0 * r.gpu.bin_ms * 1e-3 / pass, r.gpu.finalize_ms);
   } else {
@@ -225,6 +226,11 @@ CLI::App* add_grid_command(CLI::App& app, grid_options& o)
   cmd->add_option("--read-ahead", o.read_ahead,
                   "GPU jobs of range/min/max/count: batch memory the readers may fill while CUDA starts, e.g. 1G "
                   "(default: 2G or a quarter of the host budget, the smaller; 0: the readers wait for the GPU)");
+  cmd->add_option("--las-decoder", o.las_decoder,
+                  "Where uncompressed LAS records are decoded when the GPU bins range/min/max/count: auto (on the "
+                  "GPU: the readers only copy records into page-locked memory) or cpu (the readers decode and "
+                  "filter, 12 bytes a point travel)")
+    ->default_val("auto");
   add_input_options(*cmd, o.in);
   auto* tiles = cmd->add_option_group("Tiled output", "Cut the grid into tiles, each its own GeoTIFF, with a VRT over them");
   tiles->add_option("--tile-size", o.tile_size,
@@ -293,6 +299,9 @@ int run_grid(grid_options const& o)
   }
   job.threads = apply_threads(o.run.threads);
   job.host_memory = job.device_memory = parse_memory(o.run.memory);
+  HG_EXPECTS(o.las_decoder == "auto" || o.las_decoder == "cpu", error_kind::usage,
+             "--las-decoder: '" + o.las_decoder + "' is not auto or cpu");
+  job.las_decoder = o.las_decoder == "cpu" ? las_decoder_choice::cpu : las_decoder_choice::automatic;
   if (!o.read_ahead.empty()) { job.read_ahead = o.read_ahead == "0" ? 0 : parse_memory(o.read_ahead, "--read-ahead"); }
   job.progress = o.run.progress || stderr_is_terminal();
   job.progress_terminal = stderr_is_terminal();

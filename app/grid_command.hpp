@@ -30,6 +30,7 @@ struct grid_options {
   std::string preview;  ///< --preview FILE.png: band 1 rendered for a quick look
   std::string mode{"auto"};
   std::string read_ahead;  ///< --read-ahead SIZE; empty: the default (min(2G, a quarter of the host budget))
+  std::string las_decoder{"auto"};  ///< --las-decoder auto|cpu
   // Tiled output (-o names a directory)
   std::string tile_size;              ///< --tile-size CELLS or COLSxROWS
   std::optional<double> tile_size_m;  ///< --tile-size-m: tile side in CRS units

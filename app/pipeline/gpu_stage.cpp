@@ -64,6 +64,30 @@ struct gpu_stage::shared {
   std::atomic<double> settled_after{0.0};
 
   std::mutex submitting;
+  bool reclaiming{false};  ///< a thread waits for the oldest upload in wait_for (guarded by `mutex`)
+
+  /// Waits (caller holds `lock` on `mutex`) until `done()`. While the binner has uploads in flight,
+  /// one waiting thread waits for the oldest of them itself and hands back the slots that are
+  /// uploaded; the others sleep until a slot comes back or a batch is submitted.
+  template <class Done>
+  void wait_for(std::unique_lock<std::mutex>& lock, Done done)
+  {
+    while (!done()) {
+      if (!reclaiming && now.load() == state::ready && binner != nullptr && binner->in_flight() > 0) {
+        reclaiming = true;
+        lock.unlock();
+        try {
+          (void)binner->reclaim(true);
+        } catch (...) {  // a device error: synchronize() reports it; the slots came back regardless
+        }
+        lock.lock();
+        reclaiming = false;
+        changed.notify_all();  // another waiter may take over the reclaiming
+        continue;
+      }
+      changed.wait(lock);
+    }
+  }
   // Last: destroyed first, and its destructor waits for the streams, so no release callback can
   // run after the members above are gone.
   std::unique_ptr<gpu_binner> binner;
@@ -263,7 +287,19 @@ std::optional<gpu_stage::device_facts> gpu_stage::wait_started()
 std::optional<point_batch> gpu_stage::try_slot()
 {
   if (s_->now.load() != state::ready) { return std::nullopt; }
-  std::lock_guard<std::mutex> lock(s_->mutex);
+  std::unique_lock<std::mutex> lock(s_->mutex);
+  if (s_->free_slots.empty() && !s_->reclaiming) {
+    // Hand back the slots whose uploads are done, without waiting for any.
+    s_->reclaiming = true;
+    lock.unlock();
+    try {
+      (void)s_->binner->reclaim(false);
+    } catch (...) {  // a device error: synchronize() reports it
+    }
+    lock.lock();
+    s_->reclaiming = false;
+    s_->changed.notify_all();
+  }
   if (s_->free_slots.empty()) { return std::nullopt; }
   std::size_t const slot = s_->free_slots.back();
   s_->free_slots.pop_back();
@@ -273,7 +309,7 @@ std::optional<point_batch> gpu_stage::try_slot()
 std::optional<point_batch> gpu_stage::slot(std::atomic<bool> const& stopping)
 {
   std::unique_lock<std::mutex> lock(s_->mutex);
-  s_->changed.wait(lock, [&] {
+  s_->wait_for(lock, [&] {
     return !s_->free_slots.empty() || s_->stopping || stopping.load() ||
            (s_->now.load() != state::starting && !s_->parked.empty());
   });
@@ -356,7 +392,7 @@ std::size_t gpu_stage::submit_copy(point_batch const& b, std::atomic<bool> const
       auto parked_ring = [&] {
         return std::find_if(s_->parked.begin(), s_->parked.end(), [&](point_batch const& p) { return s_->owns(p); });
       };
-      s_->changed.wait(lock, [&] {
+      s_->wait_for(lock, [&] {
         return !s_->free_slots.empty() || s_->stopping || stopping.load() || parked_ring() != s_->parked.end();
       });
       if (!s_->free_slots.empty()) {
@@ -372,15 +408,20 @@ std::size_t gpu_stage::submit_copy(point_batch const& b, std::atomic<bool> const
     ++submitted;
   }
   if (slot) {
-    // The three columns sit at the same places for the same capacity: copy what is filled.
-    std::size_t const column = b.column_bytes() * b.capacity;
-    for (std::size_t k = 0; k < 3; ++k) {
-      std::memcpy(static_cast<std::byte*>(slot->data) + k * column, static_cast<std::byte const*>(b.data) + k * column,
-                  b.column_bytes() * b.size);
+    if (b.encoding == coord_encoding::las_records) {
+      std::memcpy(slot->data, b.data, b.payload_bytes());
+    } else {
+      // The three columns sit at the same places for the same capacity: copy what is filled.
+      std::size_t const column = b.column_bytes() * b.capacity;
+      for (std::size_t k = 0; k < 3; ++k) {
+        std::memcpy(static_cast<std::byte*>(slot->data) + k * column,
+                    static_cast<std::byte const*>(b.data) + k * column, b.column_bytes() * b.size);
+      }
     }
-    slot->size = b.size;
-    slot->encoding = b.encoding;
-    slot->transform = b.transform;
+    point_batch const data = *slot;
+    *slot = b;  // size, encoding, transform, record layout, source
+    slot->data = data.data;
+    slot->capacity = data.capacity;
     try {
       submit(*slot);
     } catch (...) {
@@ -419,8 +460,13 @@ void gpu_stage::submit(point_batch const& b)
   HG_EXPECTS(s_->now.load() == state::ready, error_kind::internal, "gpu_stage::submit before the GPU is ready");
   std::size_t const slot = s_->slot_of(b);
   shared* s = s_.get();  // outlives the callback: the binner waits for its streams first
-  std::lock_guard<std::mutex> lock(s_->submitting);
-  s_->binner->submit(b, [s, slot] { s->release(slot); });
+  {
+    std::lock_guard<std::mutex> lock(s_->submitting);
+    s_->binner->submit(b, [s, slot] { s->release(slot); });
+  }
+  // A worker waiting for a slot may now wait for this upload (gpu_stage::shared::wait_for).
+  { std::lock_guard<std::mutex> lock(s_->mutex); }
+  s_->changed.notify_one();
 }
 
 void gpu_stage::stop()

@@ -109,7 +109,10 @@ class grid_job {
       std::vector<part_source*> const& sources;
       ~take_back()
       {
-        for (auto* s : sources) { s->offload_chunks(nullptr); }
+        for (auto* s : sources) {
+          s->offload_chunks(nullptr);
+          (void)s->deliver_records(false);
+        }
       }
     } const guard{all_};
     offload_laz();
@@ -377,7 +380,34 @@ class grid_job {
     b.mode = o_.mode.value_or(reduce_mode::thread);
     b.request = acc_request_;
     b.order_capacity = order_capacity(band);
+    b.record_filter = rules_.table();
     return b;
+  }
+
+  /// Whether uncompressed LAS goes to the GPU as raw records this pass: the GPU route, the atomic
+  /// reduction (order-free: batches of records cut the file where the CPU's parts do not) and no
+  /// order statistics.
+  bool wants_records() const
+  {
+    return o_.las_decoder == las_decoder_choice::automatic && route_ == bin_route::gpu && gpu_ != nullptr && !sums_ &&
+           !order_ && binner_options().reduction == batch_reduction::atomic;
+  }
+
+  /// Adds what binning raw records found (on the device, and on the CPU where the GPU failed) to
+  /// the pass's read report, source by source, as read_part would have reported it.
+  void add_record_results(grid_sink const& sink)
+  {
+    std::vector<las_record_stats> found = sink.cpu_record_stats();
+    if (sink.gpu_batches() > 0) {
+      std::vector<las_record_stats> const device = gpu_->binner().take_record_stats();
+      if (found.size() < device.size()) { found.resize(device.size()); }
+      for (std::size_t i = 0; i < device.size(); ++i) { found[i].add(device[i]); }
+    }
+    for (std::size_t s = 0; s < found.size() && s < all_.size(); ++s) {
+      part_result const r = all_[s]->result_of_records(found[s]);
+      last_read_.per_source[s].add(r);
+      last_read_.total.add(r);
+    }
   }
 
   // ---- passes --------------------------------------------------------------------------------
@@ -511,6 +541,21 @@ class grid_job {
     progress_->follow(&counter, 0, report_.passes == 0 ? "grid" : "grid (pass " + std::to_string(report_.passes + 1) + ")");
     std::uint64_t const parked_before = gpu_ != nullptr ? gpu_->parked_total() : 0;
     if (report_.passes == 0) { report_.setup_s = seconds_since(job_start_); }
+    bool records = wants_records();
+    if (records) {
+      records = false;
+      for (auto* s : all_) { records = s->deliver_records(true) || records; }
+      sink.decode_records_with(&rules_);
+    }
+    struct records_off {
+      std::vector<part_source*> const& sources;
+      bool on;
+      ~records_off()
+      {
+        if (!on) { return; }
+        for (auto* s : sources) { (void)s->deliver_records(false); }
+      }
+    } const switch_back{all_, records};
     last_read_ = read_parts(all_, rules_, {threads_, sums_}, sink, &counter);
     ++report_.passes;
     close_laz_stage();
@@ -523,6 +568,10 @@ class grid_job {
       binned += b.points_binned();
       outside += b.points_outside();
       report_.device = gpu_->wait_started().value_or(gpu_stage::device_facts{}).name;
+    }
+    if (records) {
+      add_record_results(sink);
+      report_.las_records_on_gpu = report_.las_records_on_gpu || sink.gpu_batches() > 0;
     }
     gpu_used_ = sink.gpu_batches() > 0;
     if (!gpu_used_ && host_ == nullptr) {

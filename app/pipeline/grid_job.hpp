@@ -78,6 +78,12 @@ struct auto_device_policy {
 /// for every chunk it can decode; auto: by auto_device_policy's estimate).
 enum class laz_decoder_choice { automatic, cpu, gpu };
 
+/// Who decodes the records of uncompressed LAS on the GPU route (range/min/max/count: the atomic
+/// reduction): `automatic` the GPU (the readers copy records from the file into the page-locked
+/// ring and the binning kernel decodes and filters them); `cpu` the readers (12-byte integers
+/// travel), for comparison.
+enum class las_decoder_choice { automatic, cpu };
+
 struct grid_job_options {
   double xres{1.0};
   double yres{1.0};
@@ -95,6 +101,7 @@ struct grid_job_options {
   std::optional<std::uint64_t> read_ahead;   ///< batch bytes read while CUDA starts (default: min(2 GiB, host budget / 4))
   int gpu_device{-1};                        ///< CUDA device of a stage the job starts (-1: the default)
   laz_decoder_choice laz_decoder{laz_decoder_choice::automatic};
+  las_decoder_choice las_decoder{las_decoder_choice::automatic};
   laz_gpu_limits laz_gpu_sizes;  ///< the GPU LAZ stage's waves and ring (tests make them small)
   bool progress{false};
   bool progress_terminal{false};
@@ -128,6 +135,7 @@ struct grid_job_report {
   std::string device;  ///< the GPU's name, when one was used
   std::uint64_t cpu_batches{0};
   std::uint64_t gpu_batches{0};
+  bool las_records_on_gpu{false};  ///< uncompressed LAS went to the GPU as raw records (decoded there)
   std::uint64_t read_ahead_batches{0};  ///< GPU batches read while CUDA started (parked until it was up)
   unsigned threads{0};
   double gpu_start_s{0.0};

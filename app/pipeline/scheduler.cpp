@@ -145,6 +145,7 @@ class scheduler {
     auto t = clock_type::now();
     part_result r;
     try {
+      batch.source = static_cast<std::uint32_t>(ticket.source);
       r = sources_[ticket.source]->read_part(ticket.part, rules_, batch);
     } catch (error const& e) {
       if (e.kind() != error_kind::input) { throw; }

@@ -71,6 +71,16 @@ void grid_sink::process(unsigned worker, point_batch& batch)
 void grid_sink::bin_on_cpu(unsigned worker, point_batch& batch)
 {
   auto& w = workers_[worker];
+  if (batch.encoding == coord_encoding::las_records) {
+    // Records meant for the GPU: decoded and filtered here as the GPU would have, into the worker's
+    // own buffer (free on the GPU route, whose batches live in the stage's memory).
+    HG_EXPECTS(record_rules_ != nullptr, error_kind::internal, "grid_sink: raw LAS records without their filters");
+    point_batch columns = buffers_.get(worker);
+    if (w.record_stats.size() <= batch.source) { w.record_stats.resize(batch.source + std::size_t{1}); }
+    decode_las_records(batch, *record_rules_, columns, w.record_stats[batch.source]);
+    bin_on_cpu(worker, columns);
+    return;
+  }
   host_grid* host = host_.load() != nullptr ? host_.load() : fallback_host();
   if (host->keeps_sums()) {
     host->reduce_batch(batch, w.partials);
@@ -232,6 +242,16 @@ std::uint64_t grid_sink::cpu_batches() const
   std::uint64_t n = 0;
   for (auto const& w : workers_) { n += w.cpu_batches; }
   return n;
+}
+
+std::vector<las_record_stats> grid_sink::cpu_record_stats() const
+{
+  std::vector<las_record_stats> total;
+  for (auto const& w : workers_) {
+    if (total.size() < w.record_stats.size()) { total.resize(w.record_stats.size()); }
+    for (std::size_t i = 0; i < w.record_stats.size(); ++i) { total[i].add(w.record_stats[i]); }
+  }
+  return total;
 }
 
 std::uint64_t grid_sink::gpu_batches() const

@@ -79,6 +79,12 @@ class grid_sink final : public part_sink {
   /// The host grid in use (null if none was needed).
   [[nodiscard]] host_grid* host() const noexcept { return host_.load(); }
 
+  /// Batches of raw LAS records that end up binned on the CPU (the GPU failed to start) are
+  /// decoded with `rules` first. Call before the pass when sources deliver records.
+  void decode_records_with(filter_rules const* rules) noexcept { record_rules_ = rules; }
+  /// What decoding such batches on the CPU found, per source index (empty when none was).
+  [[nodiscard]] std::vector<las_record_stats> cpu_record_stats() const;
+
  private:
   void bin_on_cpu(unsigned worker, point_batch& batch);
   /// A batch of the GPU stage's (ring slot or read-ahead buffer): uploaded once the stage is ready,
@@ -97,6 +103,7 @@ class grid_sink final : public part_sink {
     batch_binning binning;
     std::uint64_t cpu_batches{0};
     std::uint64_t gpu_batches{0};
+    std::vector<las_record_stats> record_stats;  ///< raw records decoded here, per source index
     bool partials_pending{false};  ///< reduced, not yet in the merge order
     bool merge_pending{false};     ///< in the merge order (merge_seq), not yet merged
     std::uint64_t merge_seq{0};
@@ -120,6 +127,7 @@ class grid_sink final : public part_sink {
   std::atomic<host_grid*> host_;
   gpu_stage* gpu_;
   std::function<host_grid*()> make_host_;
+  filter_rules const* record_rules_{nullptr};
   std::mutex fallback_mutex_;
   std::vector<per_worker> workers_;
 };

@@ -413,6 +413,8 @@ bool host_grid::z_rule_of_words(scaled_coords const& t)
 batch_binning host_grid::add_batch(point_batch const& batch)
 {
   HG_EXPECTS(!keeps_sums(), error_kind::internal, "host_grid::add_batch on a grid that keeps sums");
+  HG_EXPECTS(batch.encoding != coord_encoding::las_records, error_kind::internal,
+             "host_grid::add_batch: raw LAS records must be decoded first (decode_las_records)");
   keep_batch(band_, batch, order_.get());
   bool const f64 = batch.encoding == coord_encoding::float64;
   if (words_ != nullptr && !f64 && z_rule_of_words(batch.transform)) { return add_points_words(band_, words_, batch); }
@@ -431,6 +433,8 @@ void host_grid::reduce_batch(point_batch const& batch, batch_partials& out) cons
 {
   bool const sums = acc_.sum != nullptr;
   bool const m2 = acc_.m2 != nullptr;
+  HG_EXPECTS(batch.encoding != coord_encoding::las_records, error_kind::internal,
+             "host_grid::reduce_batch: raw LAS records must be decoded first (decode_las_records)");
   keep_batch(band_, batch, order_.get());
   if (batch.encoding == coord_encoding::float64) {
     reduce_points<coord_encoding::float64>(band_, sums, m2, batch, out);

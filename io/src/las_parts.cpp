@@ -284,19 +284,11 @@ class las_parts_base : public part_source {
     part_result r;
     r.filtered = stats;
     if (kept == 0) { return r; }
-    double lo[3];
-    double hi[3];
-    for (int a = 0; a < 3; ++a) {
-      double const at_lo = scaled_coords::apply(ext.lo[a], transform_.scale[a], transform_.offset[a]);
-      double const at_hi = scaled_coords::apply(ext.hi[a], transform_.scale[a], transform_.offset[a]);
-      lo[a] = transform_.scale[a] > 0 ? at_lo : at_hi;
-      hi[a] = transform_.scale[a] > 0 ? at_hi : at_lo;
+    add_integer_extent(r, ext.lo, ext.hi, transform_, !double_values_);
+    if (double_values_) {
+      r.z_min = ext.value_lo + 0.0;
+      r.z_max = ext.value_hi + 0.0;
     }
-    r.extent.extend(lo[0], lo[1]);
-    r.extent.extend(hi[0], hi[1]);
-    // + 0.0: -0.0 becomes +0.0, as apply_filter does to every z.
-    r.z_min = (double_values_ ? ext.value_lo : lo[2]) + 0.0;
-    r.z_max = (double_values_ ? ext.value_hi : hi[2]) + 0.0;
     return r;
   }
 
@@ -324,14 +316,30 @@ class las_record_parts final : public las_parts_base {
 
   [[nodiscard]] std::optional<std::uint64_t> part_count() const override { return count(); }
   [[nodiscard]] bool concurrent_parts() const override { return true; }
+  /// Batches are sized for part_points_ points whether records travel or not (a part of records
+  /// then holds as many as fit those bytes: points_per_part()).
   [[nodiscard]] std::size_t max_part_points() const override { return part_points_; }
+
+  bool deliver_records(bool on) override
+  {
+    // Records travel only for Z (a --dimension's value would need its decoder on the device), and
+    // only where a record fits a batch's bytes (parts of a point or two of formats over 24 bytes).
+    records_ = on && dimension_.is_z && batch_bytes(part_points_) >= header_.record_length;
+    return records_ || !on;
+  }
+
+  [[nodiscard]] part_result result_of_records(las_record_stats const& stats) const override
+  {
+    return records_result(stats, header_transform_);
+  }
 
   part_result read_part(std::uint64_t k, filter_rules const& filter, point_batch& out) override
   {
     HG_EXPECTS(k < count(), error_kind::usage,
             info_.path + ": part " + std::to_string(k) + " asked for, the file has " + std::to_string(count()));
-    std::uint64_t const first = k * part_points_;
-    auto const n = static_cast<std::size_t>(std::min<std::uint64_t>(part_points_, header_.point_count - first));
+    std::uint64_t const first = k * points_per_part();
+    auto const n = static_cast<std::size_t>(std::min<std::uint64_t>(points_per_part(), header_.point_count - first));
+    if (records_) { return read_records(first, n, out); }
     begin_part(k, n, out);
     std::size_t const stride = header_.record_length;
     // Read and decoded a slice at a time, so that the records are decoded while the copy has left
@@ -359,7 +367,43 @@ class las_record_parts final : public las_parts_base {
   }
 
  private:
-  [[nodiscard]] std::uint64_t count() const { return parts_for(header_.point_count, part_points_); }
+  /// Records per part: part_points_, or while records travel as many as fit a batch's bytes
+  /// (batch_bytes(part_points_): fewer records than points for records over 24 bytes), at most
+  /// part_points_ (a batch's size counts them as points).
+  [[nodiscard]] std::size_t points_per_part() const
+  {
+    if (!records_) { return part_points_; }
+    return std::max<std::size_t>(1, std::min(part_points_, batch_bytes(part_points_) / header_.record_length));
+  }
+  [[nodiscard]] std::uint64_t count() const { return parts_for(header_.point_count, points_per_part()); }
+
+  /// Records [first, first + n) copied from the file into the batch as they are (one read, no
+  /// decoding: the binner decodes and filters them).
+  part_result read_records(std::uint64_t first, std::size_t n, point_batch& out) const
+  {
+    std::size_t const stride = header_.record_length;
+    HG_EXPECTS(out.data != nullptr && n * stride <= batch_bytes(out.capacity), error_kind::usage,
+               info_.path + ": " + std::to_string(n) + " records of " + std::to_string(stride) +
+                 " bytes do not fit a batch of " + std::to_string(out.capacity) + " points");
+    std::uint64_t const at = header_.offset_to_point_data + first * stride;
+    std::size_t const got = file()->read_upto(at, n * stride, static_cast<std::uint8_t*>(out.data));
+    if (got < n * stride) {
+      throw error(error_kind::input, info_.path + ": record " + std::to_string(first + got / stride) +
+                                       ": the file ends at byte " + std::to_string(at + got) + ", before the " +
+                                       std::to_string(header_.point_count) +
+                                       " records its header declares (was it truncated after opening?)");
+    }
+    out.size = n;
+    out.encoding = coord_encoding::las_records;
+    out.transform = header_transform_;
+    out.record_length = static_cast<std::uint32_t>(stride);
+    out.extended_records = layout::is_extended_format(header_.point_format);
+    part_result r;
+    r.filtered.points_in = n;
+    return r;
+  }
+
+  bool records_{false};
 };
 
 /// Consecutive chunks [first_chunk, end_chunk) read as one part.

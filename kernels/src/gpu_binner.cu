@@ -18,6 +18,8 @@
 #include <cub/device/device_scan.cuh>
 
 #include <algorithm>
+#include <deque>
+#include <mutex>
 #include <array>
 #include <exception>
 #include <memory>
@@ -33,18 +35,6 @@ int key_bits(std::uint64_t band_cells) noexcept
   int bits = 1;
   while (bits < 32 && (std::uint64_t{1} << bits) <= band_cells) { ++bits; }
   return bits;
-}
-
-/// A callback handed to cudaLaunchHostFunc: runs the pipeline's release function once, on CUDA's
-/// callback thread, and never lets an exception out.
-void CUDART_CB run_release(void* p) noexcept
-{
-  auto* f = static_cast<std::function<void()>*>(p);
-  try {
-    (*f)();
-  } catch (...) {  // the release function only queues a slot; nothing to recover here
-  }
-  delete f;
 }
 
 /// How many event pairs are kept to time batches: older pairs are read (and their batches long done)
@@ -91,6 +81,109 @@ struct gpu_binner::impl {
   gpu_binner_times totals;
 
   std::vector<void*> registered;
+
+  // Uploads whose host memory is not yet handed back, oldest first: an event recorded on the copy
+  // stream after each upload, polled by reclaim(). (A cudaLaunchHostFunc per batch blocked the copy
+  // stream until CUDA's callback thread ran; on a host whose cores all read, that took longer than
+  // the copies: measured in docs/benchmarks.md, "LAS on the device".)
+  struct pending_upload {
+    cudaEvent_t done;
+    std::function<void()> released;
+  };
+  mutable std::mutex pending_mutex;
+  std::deque<pending_upload> pending;
+  std::vector<cudaEvent_t> spare_events;
+
+  cudaEvent_t take_event()
+  {
+    {
+      std::lock_guard<std::mutex> lock(pending_mutex);
+      if (!spare_events.empty()) {
+        cudaEvent_t e = spare_events.back();
+        spare_events.pop_back();
+        return e;
+      }
+    }
+    cudaEvent_t e = nullptr;
+    HG_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    return e;
+  }
+
+  /// Hands back the memory of every upload still pending (the streams are idle, or failed).
+  void release_all() noexcept
+  {
+    std::deque<pending_upload> all;
+    {
+      std::lock_guard<std::mutex> lock(pending_mutex);
+      all.swap(pending);
+      for (auto const& p : all) { spare_events.push_back(p.done); }
+    }
+    for (auto& p : all) { run_released(p.released); }
+  }
+
+  static void run_released(std::function<void()>& f) noexcept
+  {
+    if (!f) { return; }
+    try {
+      f();
+    } catch (...) {  // the release function only queues a slot; nothing to recover here
+    }
+  }
+
+  // Batches of raw LAS records: per source index, what the filters removed and the kept points'
+  // stored-integer bounds (las_record_stats), on the device; entries [0, record_sources) in use.
+  detail::device_buffer<las_record_stats> record_stats;
+  std::size_t record_sources{0};
+
+  /// Makes record_stats hold entry `source` (stream-ordered growth; new entries start empty).
+  void ensure_record_stats(std::size_t source)
+  {
+    if (source < record_stats.size()) {
+      record_sources = std::max(record_sources, source + 1);
+      return;
+    }
+    std::size_t const grown = std::max({source + 1, 2 * record_stats.size(), std::size_t{64}});
+    detail::device_buffer<las_record_stats> bigger(grown, compute);
+    if (record_sources > 0) {
+      HG_CUDA_TRY(cudaMemcpyAsync(bigger.data(), record_stats.data(), record_sources * sizeof(las_record_stats),
+                                  cudaMemcpyDeviceToDevice, compute));
+    }
+    // Pageable source: the copy is staged before the call returns, so the vector may go.
+    std::vector<las_record_stats> const empty(grown - record_sources);
+    HG_CUDA_TRY(cudaMemcpyAsync(bigger.data() + record_sources, empty.data(), empty.size() * sizeof(las_record_stats),
+                                cudaMemcpyHostToDevice, compute));
+    record_stats = std::move(bigger);
+    record_sources = source + 1;
+  }
+
+  /// Empties the entries in use.
+  void clear_record_stats()
+  {
+    if (record_sources == 0) { return; }
+    std::vector<las_record_stats> const empty(record_sources);
+    HG_CUDA_TRY(cudaMemcpyAsync(record_stats.data(), empty.data(), empty.size() * sizeof(las_record_stats),
+                                cudaMemcpyHostToDevice, compute));
+    record_sources = 0;
+  }
+
+  void launch_records(void const* data, point_batch const& b)
+  {
+    ensure_record_stats(b.source);
+    auto const blocks = detail::grid_blocks(b.size, detail::batch_policy::block_threads);
+    detail::batch_records const rec{static_cast<std::uint8_t const*>(data), b.record_length, b.extended_records,
+                                    b.transform};
+    if (b.record_length <= detail::max_staged_record_length) {
+      detail::accumulate_atomic_records_kernel<true>
+        <<<blocks, detail::batch_policy::block_threads, detail::records_tile_bytes(b.record_length), compute>>>(
+          rec, b.size, band.grid, band.first_cell(), view(), counters.data(), *options.record_filter,
+          record_stats.data() + b.source);
+    } else {
+      detail::accumulate_atomic_records_kernel<false><<<blocks, detail::batch_policy::block_threads, 0, compute>>>(
+        rec, b.size, band.grid, band.first_cell(), view(), counters.data(), *options.record_filter,
+        record_stats.data() + b.source);
+    }
+    HG_CUDA_CHECK_LAUNCH();
+  }
 
   /// Pinned buffers the downloads pass through, kept from one window to the next (pinning tens
   /// of MiB takes milliseconds); made for the largest copy asked for so far, up to one chunk.
@@ -219,6 +312,8 @@ struct gpu_binner::impl {
     // Everything queued must finish before the buffers are freed and the streams destroyed.
     if (copy != nullptr) { (void)cudaStreamSynchronize(copy); }
     if (compute != nullptr) { (void)cudaStreamSynchronize(compute); }
+    release_all();
+    for (cudaEvent_t e : spare_events) { (void)cudaEventDestroy(e); }
     for (void* p : registered) { (void)cudaHostUnregister(p); }
     cudaGetLastError();
   }
@@ -393,11 +488,17 @@ void gpu_binner::submit(point_batch const& b, std::function<void()> released)
 {
   impl_->use_device();
   auto& s = *impl_;
-  bool handed_over = false;  // once the callback is queued, it releases the host memory
+  bool handed_over = false;  // once queued as pending, reclaim() or synchronize() releases the host memory
   try {
     HG_EXPECTS(b.capacity == s.options.batch_points && b.size <= b.capacity, error_kind::internal,
             "gpu_binner::submit: a batch of " + std::to_string(b.size) + " / " + std::to_string(b.capacity) +
               " points for a binner of " + std::to_string(s.options.batch_points));
+    bool const records = b.encoding == coord_encoding::las_records;
+    HG_EXPECTS(!records || (s.options.record_filter.has_value() && s.options.reduction == batch_reduction::atomic &&
+                            !s.keeps_points() && b.payload_bytes() <= batch_bytes(b.capacity)),
+               error_kind::internal,
+               "gpu_binner::submit: raw LAS records need the atomic reduction, no order statistics, a record filter "
+               "and records that fit the batch");
     auto& slot = s.slots[s.next % s.slots.size()];
     auto& t = s.timing[s.next % timing_ring];
     ++s.next;
@@ -406,8 +507,10 @@ void gpu_binner::submit(point_batch const& b, std::function<void()> released)
     if (slot.used) { HG_CUDA_TRY(cudaStreamWaitEvent(s.copy, slot.binned.get(), 0)); }
     t.h2d_start.record(s.copy);
     std::size_t const column = b.column_bytes();
-    if (b.size == b.capacity) {
-      HG_CUDA_TRY(cudaMemcpyAsync(slot.data.data(), b.data, 3 * column * b.capacity, cudaMemcpyHostToDevice, s.copy));
+    if (records || b.size == b.capacity) {
+      // Records back to back, or three full columns: one contiguous copy.
+      std::size_t const bytes = records ? b.payload_bytes() : 3 * column * b.capacity;
+      if (bytes > 0) { HG_CUDA_TRY(cudaMemcpyAsync(slot.data.data(), b.data, bytes, cudaMemcpyHostToDevice, s.copy)); }
     } else if (b.size > 0) {
       for (int axis = 0; axis < 3; ++axis) {
         std::size_t const at = static_cast<std::size_t>(axis) * column * b.capacity;
@@ -417,19 +520,28 @@ void gpu_binner::submit(point_batch const& b, std::function<void()> released)
     }
     t.h2d_stop.record(s.copy);
     slot.uploaded.record(s.copy);
-    auto* callback = new std::function<void()>(released);
-    if (auto const status = cudaLaunchHostFunc(s.copy, run_release, callback); status != cudaSuccess) {
-      delete callback;
+    cudaEvent_t const done = s.take_event();
+    if (auto const status = cudaEventRecord(done, s.copy); status != cudaSuccess) {
+      {
+        std::lock_guard<std::mutex> lock(s.pending_mutex);
+        s.spare_events.push_back(done);
+      }
       HG_CUDA_TRY(status);
     }
+    {
+      std::lock_guard<std::mutex> lock(s.pending_mutex);
+      s.pending.push_back({done, std::move(released)});
+    }
     handed_over = true;
-    s.totals.bytes_uploaded += 3 * column * b.size;
+    s.totals.bytes_uploaded += b.payload_bytes();
     ++s.totals.batches;
 
     HG_CUDA_TRY(cudaStreamWaitEvent(s.compute, slot.uploaded.get(), 0));
     t.bin_start.record(s.compute);
     if (b.size > 0) {
-      if (s.options.reduction == batch_reduction::atomic) {
+      if (records) {
+        s.launch_records(slot.data.data(), b);
+      } else if (s.options.reduction == batch_reduction::atomic) {
         s.launch_atomic(slot.data.data(), b);
       } else {
         s.launch_sorted(slot.data.data(), b);
@@ -446,13 +558,65 @@ void gpu_binner::submit(point_batch const& b, std::function<void()> released)
   }
 }
 
+std::size_t gpu_binner::reclaim(bool wait)
+{
+  impl_->use_device();
+  auto& s = *impl_;
+  std::size_t released = 0;
+  for (;;) {
+    cudaEvent_t front = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(s.pending_mutex);
+      if (s.pending.empty()) { break; }
+      front = s.pending.front().done;
+    }
+    // A failed device answers with its error: the memory is released all the same (synchronize()
+    // reports the error).
+    cudaError_t const status = wait && released == 0 ? cudaEventSynchronize(front) : cudaEventQuery(front);
+    if (status == cudaErrorNotReady) { break; }
+    std::function<void()> f;
+    {
+      std::lock_guard<std::mutex> lock(s.pending_mutex);
+      f = std::move(s.pending.front().released);
+      s.spare_events.push_back(front);
+      s.pending.pop_front();
+    }
+    impl::run_released(f);
+    ++released;
+  }
+  return released;
+}
+
+std::size_t gpu_binner::in_flight() const
+{
+  std::lock_guard<std::mutex> lock(impl_->pending_mutex);
+  return impl_->pending.size();
+}
+
 void gpu_binner::synchronize()
 {
   impl_->use_device();
   auto& s = *impl_;
-  HG_CUDA_TRY(cudaStreamSynchronize(s.copy));
-  HG_CUDA_TRY(cudaStreamSynchronize(s.compute));
+  cudaError_t const copied = cudaStreamSynchronize(s.copy);
+  cudaError_t const binned = cudaStreamSynchronize(s.compute);
+  s.release_all();
+  HG_CUDA_TRY(copied);
+  HG_CUDA_TRY(binned);
   for (auto& t : s.timing) { s.collect(t); }
+}
+
+std::vector<las_record_stats> gpu_binner::take_record_stats()
+{
+  synchronize();
+  auto& s = *impl_;
+  std::vector<las_record_stats> out(s.record_sources);
+  if (!out.empty()) {
+    HG_CUDA_TRY(cudaMemcpyAsync(out.data(), s.record_stats.data(), out.size() * sizeof(las_record_stats),
+                                cudaMemcpyDeviceToHost, s.compute));
+    HG_CUDA_TRY(cudaStreamSynchronize(s.compute));
+    s.clear_record_stats();
+  }
+  return out;
 }
 
 std::uint64_t gpu_binner::points_outside()
@@ -607,6 +771,7 @@ void gpu_binner::reset(grid_band const& band, std::uint64_t order_capacity)
   s.sum.fill_bytes(0, st);
   s.m2.fill_bytes(0, st);
   s.counters.fill_bytes(0, st);
+  s.clear_record_stats();
   if (s.keeps_points()) {
     s.reset_order();
     if (order_capacity > 0) { s.options.order_capacity = order_capacity; }

@@ -125,6 +125,9 @@ void gpu_binner::submit(point_batch const&, std::function<void()> released)
   unavailable("gpu_binner::submit");
 }
 void gpu_binner::synchronize() { unavailable("gpu_binner::synchronize"); }
+std::size_t gpu_binner::reclaim(bool) { unavailable("gpu_binner::reclaim"); }
+std::size_t gpu_binner::in_flight() const { return 0; }
+std::vector<las_record_stats> gpu_binner::take_record_stats() { unavailable("gpu_binner::take_record_stats"); }
 std::uint64_t gpu_binner::points_outside() { unavailable("gpu_binner::points_outside"); }
 std::uint64_t gpu_binner::points_binned() { unavailable("gpu_binner::points_binned"); }
 cell_results gpu_binner::finalize_rows(std::uint32_t, std::uint32_t, std::uint32_t, metric_request const&, float)

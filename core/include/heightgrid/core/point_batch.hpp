@@ -21,6 +21,8 @@ namespace heightgrid {
 enum class coord_encoding : std::uint8_t {
   float64,       ///< x, y, z as double
   scaled_int32,  ///< X, Y, Z as the int32 LAS stores; x = X * scale + offset
+  las_records,   ///< LAS point records as stored (record_length bytes each, unfiltered): decoded,
+                 ///< filtered and binned where the batch goes (the GPU), by core/las_record.hpp's rules
 };
 
 /// LAS's coordinate rule: x = X * scale[0] + offset[0], a multiply then an add in double (the
@@ -45,13 +47,18 @@ struct scaled_coords {
 /// aligned to 8 bytes. The columns start at fixed places for each encoding:
 ///  - float64: x at data, y at data + capacity doubles, z after y;
 ///  - scaled_int32: X at data, Y at data + capacity int32s, Z after Y.
+///  - las_records: `size` records of `record_length` bytes back to back from data
+///    (size * record_length <= batch_bytes(capacity)), none filtered yet.
 /// Not owning: copying a batch copies the view.
 struct point_batch {
   void* data{nullptr};
   std::size_t capacity{0};  ///< points the memory holds
   std::size_t size{0};      ///< points filled
   coord_encoding encoding{coord_encoding::float64};
-  scaled_coords transform;  ///< scaled_int32 only
+  scaled_coords transform;  ///< scaled_int32 and las_records
+  std::uint32_t record_length{0};  ///< las_records: bytes of one record
+  bool extended_records{false};    ///< las_records: formats 6-10 (the attributes' layout)
+  std::uint32_t source{0};         ///< the job's index of the source it was read from (set by the scheduler)
 
   [[nodiscard]] double* x() const noexcept { return static_cast<double*>(data); }
   [[nodiscard]] double* y() const noexcept { return static_cast<double*>(data) + capacity; }
@@ -59,6 +66,12 @@ struct point_batch {
   [[nodiscard]] std::int32_t* xi() const noexcept { return static_cast<std::int32_t*>(data); }
   [[nodiscard]] std::int32_t* yi() const noexcept { return static_cast<std::int32_t*>(data) + capacity; }
   [[nodiscard]] std::int32_t* zi() const noexcept { return static_cast<std::int32_t*>(data) + 2 * capacity; }
+
+  /// Bytes of the batch's points in memory: the three filled columns, or the records.
+  [[nodiscard]] std::size_t payload_bytes() const noexcept
+  {
+    return encoding == coord_encoding::las_records ? size * record_length : 3 * size * column_bytes();
+  }
 
   /// Bytes of one coordinate column.
   [[nodiscard]] std::size_t column_bytes() const noexcept

@@ -2,6 +2,7 @@
 // The reader side of the pipeline: every input format is a point_source that streams chunks.
 
 #include "heightgrid/core/grid_spec.hpp"
+#include "heightgrid/core/las_record.hpp"
 #include "heightgrid/core/point_batch.hpp"
 #include "heightgrid/core/point_chunk.hpp"
 #include "heightgrid/core/point_filter.hpp"
@@ -72,6 +73,21 @@ struct part_result {
 /// source that reads point_chunks fills a batch.
 void copy_to_batch(point_chunk const& chunk, point_batch& out, part_result& r);
 
+/// Adds to `r` the extent (x, y) and z range of kept points whose stored integers span [lo, hi] on
+/// each axis: the transform maps the ends (a negative scale swaps them); z only when `with_z`.
+void add_integer_extent(part_result& r, std::int32_t const (&lo)[3], std::int32_t const (&hi)[3],
+                        scaled_coords const& t, bool with_z);
+
+/// What binning a las_records batch found (its filter counts, its kept points' bounds) as a
+/// part_result; points_in stays 0 (the reader counted the records it delivered).
+[[nodiscard]] part_result records_result(las_record_stats const& s, scaled_coords const& t);
+
+/// Decodes a las_records batch on the CPU into `out` (scaled_int32, out.capacity >= raw.size),
+/// keeping what `rules` keeps, in record order, and adds what it removed and the kept points'
+/// bounds to `stats`: the same verdicts and integers as the GPU's binning of the records (used when
+/// such a batch must be binned on the CPU after all).
+void decode_las_records(point_batch const& raw, filter_rules const& rules, point_batch& out, las_record_stats& stats);
+
 /// A source that the streaming pipeline reads in parts: independent units of reading work, each
 /// delivering at most max_part_points() filtered points into one point_batch. Readers filter while
 /// they decode, so removed points never reach a batch.
@@ -125,6 +141,27 @@ class part_source {
   {
     (void)decoder;
     return false;
+  }
+
+  /// Switches read_part to delivering raw LAS records (coord_encoding::las_records: unfiltered,
+  /// undecoded, straight from the file into the batch) for a binner that decodes and filters them
+  /// itself (the GPU), and returns true; sources that cannot (anything but uncompressed LAS read
+  /// for Z) return false and stay as they are. While on, a part is as many records as fit the
+  /// bytes of a batch of max_part_points() points (part_count() says how many parts that makes;
+  /// max_part_points() does not change). `on` false switches back. Call between passes, never
+  /// during one.
+  virtual bool deliver_records(bool on)
+  {
+    (void)on;
+    return false;
+  }
+
+  /// What binning this source's records found (filter counts, the kept points' stored-integer
+  /// bounds), as the part_result read_part would have given (points_in 0: counted when read).
+  [[nodiscard]] virtual part_result result_of_records(las_record_stats const& stats) const
+  {
+    (void)stats;
+    return {};
   }
 
   /// Called once every part has been read: release file handles and buffers (a job over thousands

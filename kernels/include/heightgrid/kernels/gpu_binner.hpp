@@ -8,14 +8,18 @@
 #include "heightgrid/core/cell_accumulator.hpp"
 #include "heightgrid/core/grid_spec.hpp"
 #include "heightgrid/core/metrics.hpp"
+#include "heightgrid/core/las_record.hpp"
 #include "heightgrid/core/point_batch.hpp"
+#include "heightgrid/core/point_filter.hpp"
 #include "heightgrid/kernels/reduce_mode.hpp"
 
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
+#include <vector>
 
 namespace heightgrid {
 
@@ -38,6 +42,9 @@ struct gpu_binner_options {
   /// Order statistics (request.needs_order()): points of the band kept at most; fewer when the
   /// device's free memory holds fewer. Past it, submit throws order_store_full.
   std::uint64_t order_capacity{0};
+  /// The filters of batches of raw LAS records (coord_encoding::las_records), which the binner
+  /// decodes and filters itself (atomic reduction only). Unset: such batches are refused.
+  std::optional<filter_table> record_filter;
 };
 
 /// Where the device's time went, summed over batches (CUDA events on each stream).
@@ -73,12 +80,27 @@ class gpu_binner {
   void register_host_memory(void* p, std::size_t bytes);
 
   /// Enqueues `batch` (in registered host memory, batch.capacity == options.batch_points).
-  /// `released` is called once the batch's host memory may be reused — from a CUDA callback thread,
-  /// so it must not call CUDA; it is called even when the device fails. Returns at once.
+  /// `released` is called once the batch's host memory may be reused: by reclaim() or
+  /// synchronize() on the thread that calls them (no CUDA callback thread: its wake-up latency
+  /// stalled the copies), also when the device fails. Returns at once. A las_records batch is
+  /// decoded, filtered (options.record_filter) and folded on the device; what the filters removed
+  /// and the kept points' bounds add up per batch.source (take_record_stats()).
   void submit(point_batch const& batch, std::function<void()> released);
 
-  /// Waits for every submitted batch. Throws a device error that happened since the last call.
+  /// Calls `released` of every batch whose upload has completed, oldest first; with `wait`, waits
+  /// for the oldest upload in flight first (if any). Returns how many were released. Thread-safe
+  /// against submit(); one thread at a time may call it.
+  std::size_t reclaim(bool wait);
+  /// Uploads in flight whose memory is not yet released.
+  [[nodiscard]] std::size_t in_flight() const;
+
+  /// Waits for every submitted batch (releasing them all). Throws a device error that happened
+  /// since the last call.
   void synchronize();
+
+  /// What binning las_records batches found per source index since the last call (entries up to
+  /// the largest source index seen), then starts over. Synchronizes.
+  [[nodiscard]] std::vector<las_record_stats> take_record_stats();
 
   /// Points of the submitted batches that were in no cell of the whole grid, and that landed in
   /// the band (valid after synchronize()).

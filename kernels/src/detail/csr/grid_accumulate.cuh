@@ -6,10 +6,14 @@
 #include "detail/infra/warp_group.cuh"
 #include "heightgrid/core/cell_accumulator.hpp"
 #include "heightgrid/core/grid_spec.hpp"
+#include "heightgrid/core/las_record.hpp"
+#include "heightgrid/core/point_filter.hpp"
 #include "heightgrid/core/point_batch.hpp"
 
 #include <cuda_runtime_api.h>
 
+#include <climits>
+#include <cstddef>
 #include <cstdint>
 
 namespace heightgrid::detail {
@@ -54,10 +58,36 @@ __device__ inline std::uint64_t band_key(grid_spec const& grid, std::uint64_t fi
   return local < band_cells ? local : band_cells;
 }
 
+/// One warp step of the atomic fold: every lane of the warp calls it (full mask) with its point's
+/// band-local key and ordered z, `valid` false for a lane without a point (past the batch, or
+/// filtered out). Lanes of one cell (__match_any_sync) combine their keys and the lowest of them
+/// does one atomicMax on lo, one on hi and one atomicAdd on count; lane 0 adds the warp's outside
+/// and binned points to the counters.
+__device__ inline void fold_atomic_warp(bool valid, std::uint64_t key, unsigned long long enc, std::uint64_t band_cells,
+                                        accumulator_view const& acc, batch_counters* __restrict__ counters,
+                                        unsigned int lane)
+{
+  // Keys fit in 32 bits (grids have fewer than 2^32 cells); band_cells and band_cells + 1 too.
+  unsigned int const group = __match_any_sync(full_warp_mask, static_cast<unsigned int>(key));
+  unsigned long long const lowest = group_min(group, enc);
+  unsigned long long const highest = ~group_min(group, valid ? ~enc : ~0ULL);
+  auto const leader = static_cast<unsigned int>(__ffs(static_cast<int>(group)) - 1);
+  if (valid && key < band_cells && lane == leader) {
+    atomicMax(reinterpret_cast<unsigned long long*>(&acc.lo_of(key)), ~lowest);
+    atomicMax(reinterpret_cast<unsigned long long*>(&acc.hi_of(key)), highest);
+    atomicAdd(acc.count + key, static_cast<std::uint32_t>(__popc(group)));
+  }
+  unsigned int const outside = __ballot_sync(full_warp_mask, valid && key == band_cells + 1);
+  unsigned int const binned = __ballot_sync(full_warp_mask, valid && key < band_cells);
+  if (lane == 0) {
+    if (outside != 0) { atomicAdd(&counters->outside, static_cast<unsigned long long>(__popc(outside))); }
+    if (binned != 0) { atomicAdd(&counters->binned, static_cast<unsigned long long>(__popc(binned))); }
+  }
+}
+
 /// Mapping: one thread per point, grid-stride in whole-warp steps (every lane runs every iteration).
-///   Each lane finds its point's band-local cell; lanes of one cell (__match_any_sync) combine their
-///   keys, and the lowest of them does one atomicMax on lo, one on hi and one atomicAdd on count.
-///   Per warp one atomic per counter.
+///   Each lane finds its point's band-local cell and folds it with fold_atomic_warp: per warp and
+///   cell one atomic per field, per warp one atomic per counter.
 /// Preconditions: the batch's n points in `cols`; acc has band_cells cells; coordinates finite.
 /// Result: once the kernel has completed, every point in the band is folded into its cell (the same
 ///   fields a host_grid::add_batch gives, whatever the order), counters increased.
@@ -76,21 +106,142 @@ static __global__ void __launch_bounds__(batch_policy::block_threads)
     bool const valid = i < n;
     std::uint64_t const key = valid ? band_key(grid, first_cell, band_cells, cols(0, i), cols(1, i)) : band_cells;
     unsigned long long const enc = valid ? ordered_key(cols(2, i)) : ~0ULL;
-    // Keys fit in 32 bits (grids have fewer than 2^32 cells); band_cells and band_cells + 1 too.
-    unsigned int const group = __match_any_sync(full_warp_mask, static_cast<unsigned int>(key));
-    unsigned long long const lowest = group_min(group, enc);
-    unsigned long long const highest = ~group_min(group, valid ? ~enc : ~0ULL);
-    auto const leader = static_cast<unsigned int>(__ffs(static_cast<int>(group)) - 1);
-    if (valid && key < band_cells && lane == leader) {
-      atomicMax(reinterpret_cast<unsigned long long*>(&acc.lo_of(key)), ~lowest);
-      atomicMax(reinterpret_cast<unsigned long long*>(&acc.hi_of(key)), highest);
-      atomicAdd(acc.count + key, static_cast<std::uint32_t>(__popc(group)));
+    fold_atomic_warp(valid, key, enc, band_cells, acc, counters, lane);
+  }
+}
+
+/// Raw LAS records of a batch (coord_encoding::las_records): `stride` bytes each from `data`, the
+/// attributes in the layout of formats 6-10 when `extended`; coordinates by scaled_coords' rule.
+struct batch_records {
+  std::uint8_t const* data;
+  std::uint32_t stride;
+  bool extended;
+  scaled_coords transform;
+};
+
+/// Records of a larger length are read straight from global memory (a block's tile would not fit
+/// the 48 KiB of shared memory a launch gets without opting in).
+inline constexpr std::uint32_t max_staged_record_length = 192;
+
+/// Shared memory of one block of accumulate_atomic_records_kernel<true>: a tile of records.
+inline constexpr std::size_t records_tile_bytes(std::uint32_t stride) noexcept
+{
+  return static_cast<std::size_t>(batch_policy::block_threads) * stride;
+}
+
+/// Mapping: a block takes a tile of block_threads consecutive records (grid-stride over tiles), one
+///   thread per record. Staged: the block first copies the tile's bytes into shared memory with
+///   16-byte loads (records are packed at odd lengths — 20 to 67 bytes and more — so a thread
+///   reading its own record from global memory would issue a dozen byte loads over a strided
+///   pattern; measured 2.5x slower than the column kernel, docs/benchmarks.md). Each thread then
+///   decodes its record (X, Y, Z and the attributes the filters look at, by core/las_record.hpp),
+///   judges it with `filter` (the host's filter_table: the same verdicts) and a kept point is
+///   folded with fold_atomic_warp. Each thread counts the points each rule removed and the
+///   stored-integer bounds of those it kept; at the end the warp combines them (shuffles) and lane 0
+///   adds them to *stats (atomics: a handful per warp).
+/// Preconditions: n records at rec.data (16-byte aligned); acc has band_cells cells; *stats holds
+///   valid bounds (starts as las_record_stats{}); Staged: records_tile_bytes(rec.stride) bytes of
+///   dynamic shared memory, rec.stride <= max_staged_record_length.
+/// Result: once the kernel has completed, every kept point in the band is folded into its cell,
+///   counters increased, and *stats holds what decode_las_records would have added for the batch:
+///   the same accumulators as decoding the records on the CPU and binning the columns.
+/// Example: PDRF 1 records (X,Y,Z,class) = (5,5,30,2) (7,5,10,7) (15,5,20,2), scale 0.1, band = the
+///   whole 2 x 1 grid of 1 m at (0, 1), default filter (classes 7 and 18 dropped): record 1 ->
+///   by_class; cell 0: lo = lo_key(3), hi = hi_key(3), count 1; cell 1: z 2, count 1; stats lo =
+///   (5, 5, 20), hi = (15, 5, 30), by_class 1.
+template <bool Staged>
+static __global__ void __launch_bounds__(batch_policy::block_threads)
+  accumulate_atomic_records_kernel(batch_records rec, std::uint64_t n, grid_spec grid, std::uint64_t first_cell,
+                                   accumulator_view acc, batch_counters* __restrict__ counters,
+                                   filter_table const filter, las_record_stats* __restrict__ stats)
+{
+  extern __shared__ uint4 tile_words[];
+  auto const lane = static_cast<unsigned int>(threadIdx.x % warp_size);
+  std::uint64_t const band_cells = acc.cells;
+  scaled_coords const& t = rec.transform;
+  std::uint32_t non_finite = 0, by_class = 0, withheld = 0, by_return = 0, by_z = 0;
+  std::int32_t lo0 = INT_MAX, lo1 = INT_MAX, lo2 = INT_MAX;
+  std::int32_t hi0 = INT_MIN, hi1 = INT_MIN, hi2 = INT_MIN;
+  constexpr std::uint64_t tile_records = batch_policy::block_threads;
+  for (std::uint64_t first = std::uint64_t{blockIdx.x} * tile_records; first < n;
+       first += std::uint64_t{gridDim.x} * tile_records) {
+    std::uint64_t const in_tile = n - first < tile_records ? n - first : tile_records;
+    std::uint8_t const* record = nullptr;
+    if constexpr (Staged) {
+      // The tile starts at a multiple of 256 * stride bytes: 16-byte aligned like the batch.
+      std::uint8_t const* from = rec.data + first * rec.stride;
+      std::uint64_t const bytes = in_tile * rec.stride;
+      std::uint64_t const words = bytes / sizeof(uint4);
+      for (std::uint64_t w = threadIdx.x; w < words; w += blockDim.x) {
+        tile_words[w] = __ldg(reinterpret_cast<uint4 const*>(from) + w);
+      }
+      auto* tile = reinterpret_cast<std::uint8_t*>(tile_words);
+      for (std::uint64_t b = words * sizeof(uint4) + threadIdx.x; b < bytes; b += blockDim.x) { tile[b] = from[b]; }
+      __syncthreads();
+      record = tile + std::uint64_t{threadIdx.x} * rec.stride;
+    } else {
+      record = rec.data + (first + threadIdx.x) * rec.stride;
     }
-    unsigned int const outside = __ballot_sync(full_warp_mask, valid && key == band_cells + 1);
-    unsigned int const binned = __ballot_sync(full_warp_mask, valid && key < band_cells);
-    if (lane == 0) {
-      if (outside != 0) { atomicAdd(&counters->outside, static_cast<unsigned long long>(__popc(outside))); }
-      if (binned != 0) { atomicAdd(&counters->binned, static_cast<unsigned long long>(__popc(binned))); }
+    bool kept = false;
+    std::uint64_t key = band_cells;
+    unsigned long long enc = ~0ULL;
+    if (threadIdx.x < in_tile) {
+      std::uint8_t const* p = record;
+      std::int32_t const xi = las_load_i32(p + las_point_at::x);
+      std::int32_t const yi = las_load_i32(p + las_point_at::y);
+      std::int32_t const zi = las_load_i32(p + las_point_at::z);
+      las_record_attributes const a = las_attributes(p, rec.extended);
+      double const x = scaled_coords::apply(xi, t.scale[0], t.offset[0]);
+      double const y = scaled_coords::apply(yi, t.scale[1], t.offset[1]);
+      double const z = scaled_coords::apply(zi, t.scale[2], t.offset[2]);
+      switch (filter.judge(x, y, z, true, a.classification, true, a.flags, true, a.return_number, a.number_of_returns)) {
+        case filter_verdict::keep:
+          kept = true;
+          key = band_key(grid, first_cell, band_cells, x, y);
+          enc = ordered_key(z);
+          lo0 = min(lo0, xi);
+          hi0 = max(hi0, xi);
+          lo1 = min(lo1, yi);
+          hi1 = max(hi1, yi);
+          lo2 = min(lo2, zi);
+          hi2 = max(hi2, zi);
+          break;
+        case filter_verdict::non_finite: ++non_finite; break;
+        case filter_verdict::by_class: ++by_class; break;
+        case filter_verdict::withheld: ++withheld; break;
+        case filter_verdict::by_return: ++by_return; break;
+        case filter_verdict::by_z: ++by_z; break;
+      }
+    }
+    fold_atomic_warp(kept, key, enc, band_cells, acc, counters, lane);
+    if constexpr (Staged) { __syncthreads(); }  // the tile is overwritten next
+  }
+  for (int offset = warp_size / 2; offset > 0; offset /= 2) {
+    non_finite += __shfl_down_sync(full_warp_mask, non_finite, offset);
+    by_class += __shfl_down_sync(full_warp_mask, by_class, offset);
+    withheld += __shfl_down_sync(full_warp_mask, withheld, offset);
+    by_return += __shfl_down_sync(full_warp_mask, by_return, offset);
+    by_z += __shfl_down_sync(full_warp_mask, by_z, offset);
+    lo0 = min(lo0, __shfl_down_sync(full_warp_mask, lo0, offset));
+    lo1 = min(lo1, __shfl_down_sync(full_warp_mask, lo1, offset));
+    lo2 = min(lo2, __shfl_down_sync(full_warp_mask, lo2, offset));
+    hi0 = max(hi0, __shfl_down_sync(full_warp_mask, hi0, offset));
+    hi1 = max(hi1, __shfl_down_sync(full_warp_mask, hi1, offset));
+    hi2 = max(hi2, __shfl_down_sync(full_warp_mask, hi2, offset));
+  }
+  if (lane == 0) {  // lane 0 holds the warp's totals
+    if (non_finite != 0) { atomicAdd(&stats->non_finite, static_cast<unsigned long long>(non_finite)); }
+    if (by_class != 0) { atomicAdd(&stats->by_class, static_cast<unsigned long long>(by_class)); }
+    if (withheld != 0) { atomicAdd(&stats->withheld, static_cast<unsigned long long>(withheld)); }
+    if (by_return != 0) { atomicAdd(&stats->by_return, static_cast<unsigned long long>(by_return)); }
+    if (by_z != 0) { atomicAdd(&stats->by_z, static_cast<unsigned long long>(by_z)); }
+    if (lo0 <= hi0) {
+      atomicMin(&stats->lo[0], lo0);
+      atomicMin(&stats->lo[1], lo1);
+      atomicMin(&stats->lo[2], lo2);
+      atomicMax(&stats->hi[0], hi0);
+      atomicMax(&stats->hi[1], hi1);
+      atomicMax(&stats->hi[2], hi2);
     }
   }
 }
