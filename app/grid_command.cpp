@@ -225,7 +225,8 @@ CLI::App* add_grid_command(CLI::App& app, grid_options& o)
     ->default_val(std::string(auto_mode_name));
   cmd->add_option("--read-ahead", o.read_ahead,
                   "GPU jobs of range/min/max/count: batch memory the readers may fill while CUDA starts, e.g. 1G "
-                  "(default: 2G or a quarter of the host budget, the smaller; 0: the readers wait for the GPU)");
+                  "(default: none when uncompressed LAS records go to the GPU, else 2G or a quarter of the host "
+                  "budget, the smaller; 0: the readers wait for the GPU)");
   cmd->add_option("--las-decoder", o.las_decoder,
                   "Where uncompressed LAS records are decoded when the GPU bins range/min/max/count: auto (on the "
                   "GPU: the readers only copy records into page-locked memory) or cpu (the readers decode and "

@@ -523,9 +523,19 @@ class grid_job {
         }
       }
     }
+    // Uncompressed LAS sources switch to raw records where the GPU decodes them (run()'s guard
+    // switches them back however the job ends).
+    bool records = false;
+    if (wants_records()) {
+      for (auto* s : all_) { records = s->deliver_records(true) || records; }
+    }
     if (gpu_ != nullptr && route_ == bin_route::gpu && !sums_ && !order_) {
-      // Order-free batches: the readers go on while CUDA starts instead of waiting for it.
-      std::uint64_t const bytes = o_.read_ahead.value_or(std::min<std::uint64_t>(host_budget() / 4, max_read_ahead_bytes));
+      // Order-free batches: the readers go on while CUDA starts instead of waiting for it — except
+      // for raw LAS records, which fill the ring's slots faster than the device takes them once up:
+      // the plain buffers' copies into the ring cost more than the head start gave
+      // (docs/benchmarks.md, "LAS on the device").
+      std::uint64_t const bytes =
+        o_.read_ahead.value_or(records ? 0 : std::min<std::uint64_t>(host_budget() / 4, max_read_ahead_bytes));
       gpu_->allow_read_ahead(static_cast<std::size_t>(bytes / batch_bytes(batch_points_)));
     }
     std::function<host_grid*()> make_host;
@@ -541,12 +551,7 @@ class grid_job {
     progress_->follow(&counter, 0, report_.passes == 0 ? "grid" : "grid (pass " + std::to_string(report_.passes + 1) + ")");
     std::uint64_t const parked_before = gpu_ != nullptr ? gpu_->parked_total() : 0;
     if (report_.passes == 0) { report_.setup_s = seconds_since(job_start_); }
-    bool records = wants_records();
-    if (records) {
-      records = false;
-      for (auto* s : all_) { records = s->deliver_records(true) || records; }
-      sink.decode_records_with(&rules_);
-    }
+    if (records) { sink.decode_records_with(&rules_); }
     struct records_off {
       std::vector<part_source*> const& sources;
       bool on;

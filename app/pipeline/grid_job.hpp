@@ -39,13 +39,10 @@ enum class device_choice { automatic, gpu, cpu };
 /// The thresholds of --device auto, named so that a measurement can move them (docs/benchmarks.md).
 struct auto_device_policy {
   /// Below this many points (from the headers) the GPU is not started for range/min/max/count: the
-  /// CPU finishes first. Measured on a lent H100 host with 16 cores (docs/benchmarks.md, "--device
-  /// auto"), LAS, CPU / GPU: 10^8 points 0.31 / 0.78 s, 2 * 10^8 0.54 / 0.94 s, 4 * 10^8 1.02 /
-  /// 1.54 s, 10^9 2.89 / 3.48 s: the CPU route (the stored integer Z in one word a cell, pages mapped
-  /// up front, AVX2 cells) is faster at every size measured and costs as much a point as the GPU
-  /// route's reading and upload past 4 * 10^8 (3.1 vs 3.2 ns), so the GPU waits for clouds beyond
-  /// any measured: 10^10 points.
-  static constexpr std::uint64_t gpu_min_points = 10'000'000'000;
+  /// CPU route finishes before CUDA's start (~0.3 s) and the uploads pay off; above it the GPU
+  /// route (LAS records decoded on the device) is faster. The crossover of docs/benchmarks.md,
+  /// "LAS on the device" (16-core H200 hosts: CPU at 3 * 10^8, GPU at 4 * 10^8).
+  static constexpr std::uint64_t gpu_min_points = 350'000'000;
   /// Mean/stddev cannot be shared between the CPU and the GPU (the merge order would depend on
   /// timing), so such jobs pick one. The CPU sorts every batch by cell and merges the batches lane
   /// by lane (grid_sink): measured on a lent H100 host with 16 cores (docs/benchmarks.md, run U),
