@@ -55,9 +55,9 @@ for size in ${SIZES:-1e8 1e9}; do
     cp "$work/new.tif" "$work/ref_${n}${tag}.tif"
   done
   # Every variant's output of the new build byte-identical to --device cpu's.
-  ref=$(ls "$work"/ref_"${n}"*device_cpu*.tif 2>/dev/null | head -1)
+  ref=$(ls "$work"/ref_"${n}"_device_cpu.tif 2>/dev/null | head -1)
   if [[ -n $ref ]]; then
-    for f in "$work"/ref_"${n}"*.tif; do cmp -s "$ref" "$f" || { echo "FAIL: $(basename "$f") differs from $(basename "$ref")"; status=1; }; done
+    for f in "$work"/ref_"${n}"_*.tif; do cmp -s "$ref" "$f" || { echo "FAIL: $(basename "$f") differs from $(basename "$ref")"; status=1; }; done
     echo "$size: every variant's GeoTIFF compared with --device cpu's"
   fi
   [[ ${KEEP:-1} == 0 ]] && rm -f "$las"
