@@ -279,9 +279,14 @@ class header_parser {
     for (std::uint32_t i = 0; i < vlr_count_; ++i) {
       std::string const which = "VLR " + std::to_string(i + 1) + " of " + std::to_string(vlr_count_);
       if (end - pos < layout::vlr_header_size) {
-        fail(pos, which + ": its " + std::to_string(layout::vlr_header_size) +
-                    "-byte header runs past the start of the point data at byte " +
-                    std::to_string(end));
+        // A count larger than the records that fit (PDAL's bad_vlr_count.las): laspy and PDAL read
+        // the records that fit and the points; so does this reader, and says so.
+        h.notes.push_back(h.path + ": the header counts " + std::to_string(vlr_count_) + " VLRs, but only " +
+                          std::to_string(i) + " fit before the point data at byte " + std::to_string(end) +
+                          " (VLR " + std::to_string(i + 1) + "'s " + std::to_string(layout::vlr_header_size) +
+                          "-byte header would run past it); the points were read after the " +
+                          std::to_string(i) + " that fit");
+        break;
       }
       std::array<std::uint8_t, layout::vlr_header_size> rec{};
       bytes_.read(pos, rec.size(), rec.data());
@@ -440,6 +445,7 @@ class header_parser {
       las_laz_info z;
       z.compressor = vlr.compressor;
       z.chunk_size = vlr.chunk_size;
+      z.chunk_size_zero = vlr.chunk_size_zero;
       z.laszip_version = std::to_string(vlr.version_major) + "." + std::to_string(vlr.version_minor) + "r" +
                          std::to_string(vlr.version_revision);
       z.items = laz::describe_items(vlr);
@@ -518,7 +524,7 @@ std::string las_laz_info::describe() const
   if (compressor == laz::compressor_pointwise) {
     chunks = "one stream";
   } else if (variable_chunks()) {
-    chunks = "variable chunks";
+    chunks = chunk_size_zero ? "variable chunks (the VLR's chunk size is 0, as LASlib writes COPC)" : "variable chunks";
   } else {
     chunks = "fixed chunks of " + std::to_string(chunk_size) + " points";
   }

@@ -215,5 +215,28 @@ TEST_F(Cli, LasFiltersAreAppliedAndCounted)
   EXPECT_EQ(range_of("--classes 2,5").first, 10.0);      // 10, 11, 20, 12
 }
 
+TEST_F(Cli, AVlrCountPastTheRecordsThatFitIsAWarningAndThePointsAreGridded)
+{
+  // As laspy and PDAL read PDAL's bad_vlr_count.las: the VLRs that fit, then the points.
+  std::vector<heightgrid::io::las_point> pts(3);
+  for (std::size_t i = 0; i < pts.size(); ++i) {
+    pts[i].x = 0.5 + static_cast<double>(i);
+    pts[i].y = 0.5;
+    pts[i].z = 1.0 + static_cast<double>(i);
+  }
+  heightgrid::io::write_las(out("vlrs.las").string(), pts, {});
+  std::fstream f(out("vlrs.las"), std::ios::in | std::ios::out | std::ios::binary);
+  f.seekp(100);
+  std::uint32_t const count = 5;  // the file has none
+  f.write(reinterpret_cast<char const*>(&count), sizeof count);
+  f.close();
+  auto const r = run("grid " + out("vlrs.las").string() + " -o " + out("vlrs.tif").string() + " --res 1 --overwrite");
+  EXPECT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("warning: " + out("vlrs.las").string() + ": the header counts 5 VLRs, but only 0 fit"),
+            std::string::npos)
+    << r.output;
+  EXPECT_NE(r.output.find("3 points read"), std::string::npos) << r.output;
+}
+
 }  // namespace
 }  // namespace heightgrid::test

@@ -186,13 +186,29 @@ TEST_F(las_bad_input, vlrs)
   put(b, 375 + 20, std::uint16_t{65535});
   auto m = expect_bad("vlr_length.las", b);
   expect_contains(m, "byte 375: VLR 1 of 1 (user \"LASF_Projection\", record 2112): its 65535 bytes of data run past");
-  b = good14_;
-  put(b, 100, std::uint32_t{2});
-  m = expect_bad("vlr_count.las", b);
-  expect_contains(m, "VLR 2 of 2: its 54-byte header runs past the start of the point data at byte");
-  b = good14_;
-  put(b, 100, std::numeric_limits<std::uint32_t>::max());
-  expect_contains(expect_bad("vlr_count_max.las", b), "VLR 2 of 4294967295");
+}
+
+TEST_F(las_bad_input, a_vlr_count_past_the_records_that_fit_reads_those_that_fit_with_a_note)
+{
+  // PDAL's bad_vlr_count.las: laspy and PDAL read the VLRs that fit and the points.
+  for (std::uint32_t const count : {std::uint32_t{2}, std::numeric_limits<std::uint32_t>::max()}) {
+    auto b = good14_;
+    put(b, 100, count);
+    std::string const path = (dir_ / ("vlr_count_" + std::to_string(count) + ".las")).string();
+    test::write_bytes(path, b);
+    auto const h = read_las_header(path);
+    ASSERT_EQ(h.vlrs.size(), 1U);
+    EXPECT_EQ(h.vlrs[0].user_id, "LASF_Projection");
+    EXPECT_FALSE(h.crs_wkt.empty()) << "the record that fits is still read";
+    ASSERT_EQ(h.notes.size(), 1U);
+    expect_contains(h.notes[0], path + ": the header counts " + std::to_string(count) + " VLRs, but only 1 fit");
+    EXPECT_EQ(open_las_source(path)->info().notes, h.notes);
+    point_chunk chunk;
+    auto source = open_las_source(path);
+    std::size_t points = 0;
+    while (source->read(chunk, 1000)) { points += chunk.size(); }
+    EXPECT_EQ(points, 100U);
+  }
 }
 
 TEST_F(las_bad_input, evlrs)

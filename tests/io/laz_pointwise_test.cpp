@@ -102,7 +102,6 @@ TEST(laz_vlr, says_what_is_wrong)
                         expectation{make_vlr(0, p10), "compressor 0 is not supported"},
                         expectation{make_vlr(4, p10), "compressor 4 is not supported"},
                         expectation{make_vlr(2, p10, 50000, 1), "coder 1 is not supported"},
-                        expectation{make_vlr(2, p10, 0), "chunk size is 0"},
                         expectation{make_vlr(2, {}), "lists no items"},
                         expectation{make_vlr(2, {{static_cast<item_type>(99), 4, 2}}), "item type 99 is not known"},
                         expectation{make_vlr(2, {{item_type::point10, 20, 3}}), "point10 version 3 is not supported"},
@@ -114,6 +113,16 @@ TEST(laz_vlr, says_what_is_wrong)
     std::string const message = vlr_error(e.bytes);
     EXPECT_NE(message.find(e.message_part), std::string::npos) << "got: \"" << message << "\", want \"" << e.message_part << "\"";
   }
+}
+
+TEST(laz_vlr, a_chunk_size_of_0_reads_as_variable_size_chunks)
+{
+  // LASlib writes 0 in COPC files, with a chunk table that lists each chunk's points.
+  std::vector<laz_item> const p10 = {{item_type::point10, 20, 2}};
+  auto const b = make_vlr(2, p10, 0);
+  auto const v = parse_laz_vlr(b.data(), b.size());
+  EXPECT_TRUE(v.chunk_size_zero);
+  EXPECT_TRUE(v.variable_chunks());
 }
 
 TEST(laz_vlr, items_must_fit_the_point_format)

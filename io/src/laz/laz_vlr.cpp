@@ -129,7 +129,10 @@ laz_vlr_info parse_laz_vlr(std::uint8_t const* data, std::size_t size)
                        " is not supported (0, the arithmetic coder, is the only one defined)");
   }
   if (v.compressor != compressor_pointwise && v.chunk_size == 0) {
-    throw decode_error("LASzip chunk size is 0");
+    // LASlib's COPC writer leaves 0 here and writes a chunk table with each chunk's points (the
+    // variable-size table): lasR's example.copc.laz, one chunk of 30 points, which laspy reads.
+    v.chunk_size = 0xFFFFFFFFu;
+    v.chunk_size_zero = true;
   }
   if (item_count == 0) { throw decode_error("LASzip VLR lists no items"); }
   std::size_t const needed = vlr_fixed_size + vlr_item_size * item_count;

@@ -46,6 +46,10 @@ struct laz_vlr_info {
   std::uint32_t chunk_size;
   std::int64_t special_evlr_count, special_evlr_offset;
   std::vector<laz_item> items;
+  /// The VLR said chunk size 0, as LASlib writes it in COPC files, whose chunk table lists each
+  /// chunk's points (variable-size chunks, the octree's nodes): read as such (chunk_size is then
+  /// 0xFFFFFFFF).
+  bool chunk_size_zero{false};
 
   bool variable_chunks() const { return chunk_size == 0xFFFFFFFFu; }
   std::size_t record_length() const;  // sum of item sizes

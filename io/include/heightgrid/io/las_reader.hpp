@@ -36,6 +36,7 @@ struct las_laz_info {
   /// Chunks in the file: from the chunk table's header when it can be read, else computed from
   /// the point count for fixed-size chunks; 0 when unknown.
   std::uint64_t chunk_count{0};
+  bool chunk_size_zero{false};  ///< the VLR said 0 (LASlib's COPC): read as variable-size chunks
 
   [[nodiscard]] bool variable_chunks() const noexcept { return chunk_size == 0xFFFFFFFFu; }
   /// "LAZ (LASzip compressor 2, fixed chunks of 50000 points), items: point10 v2, ..."
