@@ -18,6 +18,7 @@
 #include <fstream>
 #include <functional>
 #include <iterator>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -181,6 +182,35 @@ inline std::vector<std::uint8_t> build_las(las_spec const& s, std::vector<raw_po
     }
   }
   return b;
+}
+
+/// Random records with every attribute the filters look at (and some int32 extremes).
+inline std::vector<raw_point> random_points(std::size_t n, bool extended, std::uint32_t seed)
+{
+  std::mt19937 rng(seed);
+  std::uniform_int_distribution<std::int32_t> xy(-2000000, 2000000);
+  std::uniform_int_distribution<std::int32_t> z(-1000, 2000);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::vector<raw_point> out(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    raw_point& p = out[i];
+    p.x = xy(rng);
+    p.y = xy(rng);
+    p.z = z(rng);
+    if (i % 97 == 5) { p.x = std::numeric_limits<std::int32_t>::min(); }
+    if (i % 89 == 7) { p.y = std::numeric_limits<std::int32_t>::max(); }
+    int const max_returns = extended ? 15 : 7;
+    p.number_of_returns = static_cast<std::uint8_t>(byte(rng) % (max_returns + 1));
+    p.return_number = static_cast<std::uint8_t>(byte(rng) % (max_returns + 1));
+    int const c = byte(rng);
+    // Mostly classes the filters name, the rest anything the format holds.
+    p.classification = static_cast<std::uint8_t>(c < 160 ? c % 10 : (extended ? c : c % 32));
+    p.flags = static_cast<std::uint8_t>(byte(rng) % (extended ? 16 : 8));
+    p.channel = static_cast<std::uint8_t>(byte(rng) % 4);
+    p.scan_direction = (byte(rng) & 1) != 0;
+    p.edge = (byte(rng) & 1) != 0;
+  }
+  return out;
 }
 
 }  // namespace heightgrid::test
