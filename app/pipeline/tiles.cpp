@@ -7,6 +7,8 @@
 #include "heightgrid/io/vrt_writer.hpp"
 
 #include <algorithm>
+#include <cctype>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <exception>
@@ -16,6 +18,10 @@
 #include <mutex>
 #include <sstream>
 #include <thread>
+
+#include <signal.h>
+#include <sys/types.h>
+#include <unistd.h>
 
 namespace heightgrid::app {
 namespace {
@@ -120,7 +126,31 @@ grid_spec plan_tiled_grid(std::vector<catalogue_entry> const& catalogue, tile_so
 
 namespace {
 
-/// The output directory: checked, created, and its manifest compared or written.
+/// Removes the hidden temporaries (".NAME.tmp-PID...", output_file's and the writers' naming) that a
+/// killed process left in `dir`: those whose PID no process on this host has. Returns how many.
+std::size_t remove_stale_temporaries(fs::path const& dir)
+{
+  std::size_t removed = 0;
+  std::error_code ec;
+  for (auto const& entry : fs::directory_iterator(dir, ec)) {
+    std::string const name = entry.path().filename().string();
+    auto const at = name.rfind(".tmp-");
+    if (name.empty() || name[0] != '.' || at == std::string::npos || !entry.is_regular_file(ec)) { continue; }
+    std::size_t digits = 0;
+    while (at + 5 + digits < name.size() && std::isdigit(static_cast<unsigned char>(name[at + 5 + digits])) != 0) {
+      ++digits;
+    }
+    if (digits == 0 || digits > 9) { continue; }
+    auto const pid = static_cast<pid_t>(std::stol(name.substr(at + 5, digits)));
+    // kill(pid, 0) fails with ESRCH only when no such process exists (EPERM: it exists).
+    if (pid <= 0 || pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) { continue; }
+    if (fs::remove(entry.path(), ec)) { ++removed; }
+  }
+  return removed;
+}
+
+/// The output directory: checked, created, and its manifest compared or written. With --resume or
+/// --overwrite, the temporaries of killed runs go.
 void prepare_directory(tiled_job_options const& o, std::string const& manifest)
 {
   fs::path const dir(o.out_dir);
@@ -137,6 +167,7 @@ void prepare_directory(tiled_job_options const& o, std::string const& manifest)
     HG_EXPECTS(read_file_text(manifest_path) == manifest, error_kind::output,
             o.out_dir + ": the tiles there were made by a different job (grid, tile size, bands, options or inputs "
                         "differ); use --overwrite to start over");
+    (void)remove_stale_temporaries(dir);
     return;
   }
   if (exists && !directory_is_empty(dir) && !o.overwrite) {
@@ -145,6 +176,7 @@ void prepare_directory(tiled_job_options const& o, std::string const& manifest)
   }
   fs::create_directories(dir, ec);
   HG_EXPECTS(!ec, error_kind::output, o.out_dir + ": cannot create the output directory: " + ec.message());
+  if (o.overwrite) { (void)remove_stale_temporaries(dir); }
   // The log of an earlier job is void; its tiles are replaced (or left, if this job has none there).
   fs::remove(dir / log_name, ec);
   std::ofstream out(manifest_path, std::ios::trunc);

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace heightgrid::test {
@@ -188,12 +189,24 @@ TEST_F(TiledOutput, ResumeGridsOnlyTheTilesNotFinished)
   ASSERT_EQ(single.code, 0) << single.output;
   auto const first = run_cli("grid " + cat() + " -o " + out("tiles").string() + " --res 1 --tile-size 64" + metrics);
   ASSERT_EQ(first.code, 0) << first.output;
-  // A killed run: one tile never written, the VRT never built.
+  // A killed run: one tile never written, the VRT never built, the tile's temporary left behind
+  // by the dead process; a temporary of a process still running (this one) is left alone.
   fs::remove(out("tiles") / "tiles_2_3.tif");
   fs::remove(out("tiles") / "tiles.vrt");
+  pid_t const dead = ::fork();
+  ASSERT_GE(dead, 0);
+  if (dead == 0) { ::_exit(0); }
+  ASSERT_EQ(::waitpid(dead, nullptr, 0), dead);
+  fs::path const stale = out("tiles") / (".tiles_2_3.tif.tmp-" + std::to_string(dead));
+  fs::path const live = out("tiles") / (".tiles_2_3.tif.tmp-" + std::to_string(::getpid()));
+  { std::ofstream(stale) << "partial"; }
+  { std::ofstream(live) << "in progress"; }
   auto const again = run_cli("grid " + cat() + " -o " + out("tiles").string() + " --res 1 --tile-size 64 --resume" + metrics);
   ASSERT_EQ(again.code, 0) << again.output;
   EXPECT_NE(again.output.find("1 written, 0 empty, 24 resumed"), std::string::npos) << again.output;
+  EXPECT_FALSE(fs::exists(stale)) << "a dead process's temporary stays";
+  EXPECT_TRUE(fs::exists(live)) << "a running process's temporary was removed";
+  fs::remove(live);
   EXPECT_TRUE(same_cells(out("single.tif"), out("tiles") / "tiles.vrt"));
   // Another job's options may not continue these tiles.
   auto const other = run_cli("grid " + cat() + " -o " + out("tiles").string() + " --res 1 --tile-size 64 --resume");
