@@ -139,15 +139,20 @@ void report_stages(grid_job_report const& r, double input_bytes, double open_s, 
   double const read_share = r.read_busy_s / (workers * pass);
   double const bin_share = r.cpu_bin_busy_s / (workers * pass);
   double const wait_share = r.wait_busy_s / (workers * pass);
+  // The workers' time after reading a batch: binning it on the CPU, or on the GPU route handing it
+  // over (which waits for CUDA's start while the GPU is not up yet).
+  char const* const sink_name = r.gpu_batches == 0   ? "binning on the CPU"
+                                : r.cpu_batches == 0 ? "handing batches to the GPU (waiting for its start, uploads)"
+                                                     : "binning on the CPU or handing batches to the GPU";
   spdlog::debug("read: {} records{} on {} threads in {} (passes: {} binning, {} bounds), workers {:.0f} % reading "
-                "({:.1f} M records/s/thread), {:.0f} % binning on the CPU, {:.0f} % waiting",
+                "({:.1f} M records/s/thread), {:.0f} % {}, {:.0f} % waiting",
                 with_commas(records),
                 input_bytes > 0 ? fmt::format(" ({} of input, {:.2f} GB/s)", human_bytes(input_bytes),
                                               gigabytes_per_second(input_bytes * r.passes, pass))
                                 : std::string(),
                 r.threads, human_seconds(r.bin_pass_s), r.passes, r.bounds_passes, 100.0 * read_share,
                 r.read_busy_s > 0.0 ? static_cast<double>(records) * r.passes / r.read_busy_s / 1e6 : 0.0,
-                100.0 * bin_share, 100.0 * wait_share);
+                100.0 * bin_share, sink_name, 100.0 * wait_share);
   if (r.gpu_batches > 0) {
     double const h2d_share = r.gpu.h2d_ms * 1e-3 / pass;
     spdlog::debug("GPU {}: started in {} (overlapped with reading; {} batches read meanwhile), {} of {} batches{}; "
@@ -184,7 +189,7 @@ void report_stages(grid_job_report const& r, double input_bytes, double open_s, 
   };
   stage const stages[] = {{"opening the inputs", open_s},
                           {"reading and decoding", r.read_busy_s / workers},
-                          {"binning on the CPU", r.cpu_bin_busy_s / workers},
+                          {sink_name, r.cpu_bin_busy_s / workers},
                           {"host-to-device copies", r.gpu.h2d_ms * 1e-3},
                           {"GPU binning", r.gpu.bin_ms * 1e-3},
                           {"finalizing the cells", r.finalize_s}, {"writing the GeoTIFF", write_s}};
