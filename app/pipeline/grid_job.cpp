@@ -523,12 +523,20 @@ class grid_job {
         }
       }
     }
-    // Uncompressed LAS sources switch to raw records where the GPU decodes them (run()'s guard
-    // switches them back however the job ends).
+    // Uncompressed LAS sources switch to raw records where the GPU decodes them, for this pass.
     bool records = false;
     if (wants_records()) {
       for (auto* s : all_) { records = s->deliver_records(true) || records; }
     }
+    struct records_off {
+      std::vector<part_source*> const& sources;
+      bool on;
+      ~records_off()
+      {
+        if (!on) { return; }
+        for (auto* s : sources) { (void)s->deliver_records(false); }
+      }
+    } const switch_back{all_, records};
     if (gpu_ != nullptr && route_ == bin_route::gpu && !sums_ && !order_) {
       // Order-free batches: the readers go on while CUDA starts instead of waiting for it — except
       // for raw LAS records, which fill the ring's slots faster than the device takes them once up:
@@ -552,15 +560,6 @@ class grid_job {
     std::uint64_t const parked_before = gpu_ != nullptr ? gpu_->parked_total() : 0;
     if (report_.passes == 0) { report_.setup_s = seconds_since(job_start_); }
     if (records) { sink.decode_records_with(&rules_); }
-    struct records_off {
-      std::vector<part_source*> const& sources;
-      bool on;
-      ~records_off()
-      {
-        if (!on) { return; }
-        for (auto* s : sources) { (void)s->deliver_records(false); }
-      }
-    } const switch_back{all_, records};
     last_read_ = read_parts(all_, rules_, {threads_, sums_}, sink, &counter);
     ++report_.passes;
     close_laz_stage();

@@ -352,14 +352,7 @@ class las_record_parts final : public las_parts_base {
     int_extent ext;
     for (std::size_t done = 0; done < n;) {
       std::size_t const m = std::min(slice, n - done);
-      std::uint64_t const at = header_.offset_to_point_data + (first + done) * stride;
-      std::size_t const got = file()->read_upto(at, m * stride, raw.data());
-      if (got < m * stride) {
-        throw error(error_kind::input, info_.path + ": record " + std::to_string(first + done + got / stride) +
-                                         ": the file ends at byte " + std::to_string(at + got) + ", before the " +
-                                         std::to_string(header_.point_count) +
-                                         " records its header declares (was it truncated after opening?)");
-      }
+      read_records_into(first + done, m, raw.data());
       decode_(raw.data(), stride, m, filter, header_transform_, dimension_, out, stats, ext);
       done += m;
     }
@@ -377,6 +370,21 @@ class las_record_parts final : public las_parts_base {
   }
   [[nodiscard]] std::uint64_t count() const { return parts_for(header_.point_count, points_per_part()); }
 
+  /// Copies records [first, first + n) from the file to `out`; a file that ends before them (it was
+  /// truncated after opening) is an input error naming the record and the byte.
+  void read_records_into(std::uint64_t first, std::size_t n, std::uint8_t* out) const
+  {
+    std::size_t const stride = header_.record_length;
+    std::uint64_t const at = header_.offset_to_point_data + first * stride;
+    std::size_t const got = file()->read_upto(at, n * stride, out);
+    if (got < n * stride) {
+      throw error(error_kind::input, info_.path + ": record " + std::to_string(first + got / stride) +
+                                       ": the file ends at byte " + std::to_string(at + got) + ", before the " +
+                                       std::to_string(header_.point_count) +
+                                       " records its header declares (was it truncated after opening?)");
+    }
+  }
+
   /// Records [first, first + n) copied from the file into the batch as they are (one read, no
   /// decoding: the binner decodes and filters them).
   part_result read_records(std::uint64_t first, std::size_t n, point_batch& out) const
@@ -385,14 +393,7 @@ class las_record_parts final : public las_parts_base {
     HG_EXPECTS(out.data != nullptr && n * stride <= batch_bytes(out.capacity), error_kind::usage,
                info_.path + ": " + std::to_string(n) + " records of " + std::to_string(stride) +
                  " bytes do not fit a batch of " + std::to_string(out.capacity) + " points");
-    std::uint64_t const at = header_.offset_to_point_data + first * stride;
-    std::size_t const got = file()->read_upto(at, n * stride, static_cast<std::uint8_t*>(out.data));
-    if (got < n * stride) {
-      throw error(error_kind::input, info_.path + ": record " + std::to_string(first + got / stride) +
-                                       ": the file ends at byte " + std::to_string(at + got) + ", before the " +
-                                       std::to_string(header_.point_count) +
-                                       " records its header declares (was it truncated after opening?)");
-    }
+    read_records_into(first, n, static_cast<std::uint8_t*>(out.data));
     out.size = n;
     out.encoding = coord_encoding::las_records;
     out.transform = header_transform_;

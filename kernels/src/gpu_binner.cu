@@ -18,11 +18,11 @@
 #include <cub/device/device_scan.cuh>
 
 #include <algorithm>
-#include <deque>
-#include <mutex>
 #include <array>
+#include <deque>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <utility>
 #include <vector>
 
