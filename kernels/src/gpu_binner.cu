@@ -176,14 +176,20 @@ struct gpu_binner::impl {
       detail::accumulate_atomic_records_kernel<true>
         <<<blocks, detail::batch_policy::block_threads, detail::records_tile_bytes(b.record_length), compute>>>(
           rec, b.size, band.grid, band.first_cell(), view(), counters.data(), *options.record_filter,
-          record_stats.data() + b.source);
+          record_stats.data() + b.source, nullptr);
     } else {
       detail::accumulate_atomic_records_kernel<false><<<blocks, detail::batch_policy::block_threads, 0, compute>>>(
         rec, b.size, band.grid, band.first_cell(), view(), counters.data(), *options.record_filter,
-        record_stats.data() + b.source);
+        record_stats.data() + b.source, nullptr);
     }
     HG_CUDA_CHECK_LAUNCH();
   }
+
+  // Records folded where they were decoded (fold_device_records): the pieces of the runs of the
+  // fold in flight, and the events that time it and tell wait_folds when it is done.
+  detail::device_buffer<detail::record_run> fold_runs;
+  detail::cuda_event fold_start, fold_stop;
+  bool fold_pending{false};
 
   /// Pinned buffers the downloads pass through, kept from one window to the next (pinning tens
   /// of MiB takes milliseconds); made for the largest copy asked for so far, up to one chunk.
@@ -585,6 +591,68 @@ std::size_t gpu_binner::reclaim(bool wait)
     ++released;
   }
   return released;
+}
+
+void gpu_binner::fold_device_records(void const* records, std::uint32_t stride, bool extended,
+                                     std::vector<device_record_run> const& runs)
+{
+  impl_->use_device();
+  auto& s = *impl_;
+  HG_EXPECTS(s.options.record_filter.has_value() && s.options.reduction == batch_reduction::atomic &&
+               !s.keeps_points() && stride > 0 && (records != nullptr || runs.empty()),
+             error_kind::internal,
+             "gpu_binner::fold_device_records: records need the atomic reduction, no order statistics and a record "
+             "filter");
+  // Runs cut into pieces of at most 2^16 records, a row of 256 blocks each: a launch's rows are
+  // then all about as long, however long a file's run is.
+  constexpr std::uint64_t piece = std::uint64_t{1} << 16;
+  std::vector<detail::record_run> pieces;
+  std::size_t top = 0;
+  for (auto const& r : runs) {
+    for (std::uint64_t done = 0; done < r.count; done += piece) {
+      pieces.push_back({r.first + done, std::min(piece, r.count - done), r.transform, r.source});
+    }
+    top = std::max(top, r.source);
+  }
+  if (pieces.empty()) { return; }
+  s.ensure_record_stats(top);
+  if (s.fold_runs.size() < pieces.size()) {
+    s.fold_runs = detail::device_buffer<detail::record_run>(std::max(pieces.size(), 2 * s.fold_runs.size()), s.compute);
+  }
+  // Pageable source: staged before the call returns (the kernels of an earlier fold that read the
+  // table ran before this copy: one stream).
+  HG_CUDA_TRY(cudaMemcpyAsync(s.fold_runs.data(), pieces.data(), pieces.size() * sizeof(detail::record_run),
+                              cudaMemcpyHostToDevice, s.compute));
+  if (!s.fold_pending) { s.fold_start.record(s.compute); }
+  detail::batch_records const rec{static_cast<std::uint8_t const*>(records), stride, extended, scaled_coords{}};
+  constexpr unsigned max_rows = 65535;  // gridDim.y
+  auto const columns = static_cast<unsigned>(piece / detail::batch_policy::block_threads);
+  for (std::size_t first = 0; first < pieces.size(); first += max_rows) {
+    dim3 const grid(columns, static_cast<unsigned>(std::min<std::size_t>(max_rows, pieces.size() - first)));
+    if (stride <= detail::max_staged_record_length) {
+      detail::accumulate_atomic_records_kernel<true>
+        <<<grid, detail::batch_policy::block_threads, detail::records_tile_bytes(stride), s.compute>>>(
+          rec, 0, s.band.grid, s.band.first_cell(), s.view(), s.counters.data(), *s.options.record_filter,
+          s.record_stats.data(), s.fold_runs.data() + first);
+    } else {
+      detail::accumulate_atomic_records_kernel<false><<<grid, detail::batch_policy::block_threads, 0, s.compute>>>(
+        rec, 0, s.band.grid, s.band.first_cell(), s.view(), s.counters.data(), *s.options.record_filter,
+        s.record_stats.data(), s.fold_runs.data() + first);
+    }
+    HG_CUDA_CHECK_LAUNCH();
+  }
+  s.fold_stop.record(s.compute);
+  s.fold_pending = true;
+}
+
+void gpu_binner::wait_folds()
+{
+  impl_->use_device();
+  auto& s = *impl_;
+  if (!s.fold_pending) { return; }
+  HG_CUDA_TRY(cudaEventSynchronize(s.fold_stop.get()));
+  s.totals.fold_ms += detail::elapsed_ms(s.fold_start, s.fold_stop);
+  s.fold_pending = false;
 }
 
 std::size_t gpu_binner::in_flight() const

@@ -2,7 +2,8 @@
 // The GPU side of the streaming pipeline: a band of grid accumulators (cell_accumulator.hpp) in
 // device memory, fed batch by batch from page-locked host memory. Each batch is uploaded on a copy
 // stream while the previous one is binned on a compute stream (CUDA events order the two), and the
-// host memory is handed back by a callback as soon as its copy is done.
+// host memory is handed back (reclaim) once its copy is done. Records the GPU LAZ decoder left in
+// device memory are binned where they are (fold_device_records).
 // Host-clean: included by app/ through g++.
 
 #include "heightgrid/core/cell_accumulator.hpp"
@@ -47,11 +48,22 @@ struct gpu_binner_options {
   std::optional<filter_table> record_filter;
 };
 
+/// A run of point14 record prefixes already in device memory (the GPU LAZ decoder's output) that
+/// share a file: records [first, first + count) of the buffer given to fold_device_records, decoded
+/// with `transform`, their filter counts and bounds added to statistics entry `source`.
+struct device_record_run {
+  std::uint64_t first{0};
+  std::uint64_t count{0};
+  scaled_coords transform;
+  std::size_t source{0};
+};
+
 /// Where the device's time went, summed over batches (CUDA events on each stream).
 struct gpu_binner_times {
   double h2d_ms{0.0};      ///< copy stream busy uploading batches
   double bin_ms{0.0};      ///< compute stream busy binning batches
   double finalize_ms{0.0}; ///< finalize kernels and band downloads
+  double fold_ms{0.0};     ///< compute stream busy folding records decoded on the device
   std::uint64_t batches{0};
   std::uint64_t bytes_uploaded{0};
 };
@@ -86,6 +98,19 @@ class gpu_binner {
   /// decoded, filtered (options.record_filter) and folded on the device; what the filters removed
   /// and the kept points' bounds add up per batch.source (take_record_stats()).
   void submit(point_batch const& batch, std::function<void()> released);
+
+  /// Folds records that are already in device memory on the binner's device (the GPU LAZ
+  /// decoder's, `stride` bytes each, in the layout of formats 6-10 when `extended`) into the grid,
+  /// run by run, as submit() folds a las_records batch: decoded, filtered (options.record_filter),
+  /// their statistics added per run.source. Returns once queued. The records must be complete when
+  /// it is called (the decoder's decode() returns once they are) and stay unchanged until
+  /// wait_folds() returns. Needs what a las_records batch needs (atomic reduction, no order
+  /// statistics, a record filter); throws error_kind::internal otherwise.
+  void fold_device_records(void const* records, std::uint32_t stride, bool extended,
+                           std::vector<device_record_run> const& runs);
+  /// Waits until every fold queued so far has completed (its records may then be overwritten).
+  /// Throws a device error the folds met.
+  void wait_folds();
 
   /// Calls `released` of every batch whose upload has completed, oldest first; with `wait`, waits
   /// for the oldest upload in flight first (if any). Returns how many were released. Thread-safe

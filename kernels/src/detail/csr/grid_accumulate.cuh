@@ -119,14 +119,24 @@ struct batch_records {
   scaled_coords transform;
 };
 
-/// Records of a larger length are read straight from global memory (a block's tile would not fit
-/// the 48 KiB of shared memory a launch gets without opting in).
-inline constexpr std::uint32_t max_staged_record_length = 192;
+/// A run of records in device memory that share a file's transform and a source's statistics:
+/// records [first, first + count) of the buffer (gpu_binner::fold_device_records).
+struct record_run {
+  std::uint64_t first;
+  std::uint64_t count;
+  scaled_coords transform;
+  std::uint64_t source;  ///< its entry in the statistics
+};
 
-/// Shared memory of one block of accumulate_atomic_records_kernel<true>: a tile of records.
+/// Records of a larger length are read straight from global memory (a block's tile and its 16 bytes
+/// of alignment slack would not fit the 48 KiB of shared memory a launch gets without opting in).
+inline constexpr std::uint32_t max_staged_record_length = 191;
+
+/// Shared memory of one block of accumulate_atomic_records_kernel<true>: a tile of records, and 16
+/// bytes so that a tile that starts off a 16-byte boundary in global memory keeps its alignment.
 inline constexpr std::size_t records_tile_bytes(std::uint32_t stride) noexcept
 {
-  return static_cast<std::size_t>(batch_policy::block_threads) * stride;
+  return static_cast<std::size_t>(batch_policy::block_threads) * stride + 16;
 }
 
 /// Mapping: a block takes a tile of block_threads consecutive records (grid-stride over tiles), one
@@ -139,9 +149,12 @@ inline constexpr std::size_t records_tile_bytes(std::uint32_t stride) noexcept
 ///   folded with fold_atomic_warp. Each thread counts the points each rule removed and the
 ///   stored-integer bounds of those it kept; at the end the warp combines them (shuffles) and lane 0
 ///   adds them to *stats (atomics: a handful per warp).
-/// Preconditions: n records at rec.data (16-byte aligned); acc has band_cells cells; *stats holds
+///   With `runs` (records decoded on the device, gpu_binner::fold_device_records), block row
+///   blockIdx.y takes run runs[blockIdx.y] instead: its records of rec.data, its transform, its
+///   statistics entry stats[run.source]; n and rec.transform are then ignored.
+/// Preconditions: n records at rec.data (any alignment); acc has band_cells cells; *stats holds
 ///   valid bounds (starts as las_record_stats{}); Staged: records_tile_bytes(rec.stride) bytes of
-///   dynamic shared memory, rec.stride <= max_staged_record_length.
+///   dynamic shared memory, rec.stride <= max_staged_record_length; runs: gridDim.y runs.
 /// Result: once the kernel has completed, every kept point in the band is folded into its cell,
 ///   counters increased, and *stats holds what decode_las_records would have added for the batch:
 ///   the same accumulators as decoding the records on the CPU and binning the columns.
@@ -153,11 +166,20 @@ template <bool Staged>
 static __global__ void __launch_bounds__(batch_policy::block_threads)
   accumulate_atomic_records_kernel(batch_records rec, std::uint64_t n, grid_spec grid, std::uint64_t first_cell,
                                    accumulator_view acc, batch_counters* __restrict__ counters,
-                                   filter_table const filter, las_record_stats* __restrict__ stats)
+                                   filter_table const filter, las_record_stats* __restrict__ stats,
+                                   record_run const* __restrict__ runs)
 {
   extern __shared__ uint4 tile_words[];
   auto const lane = static_cast<unsigned int>(threadIdx.x % warp_size);
   std::uint64_t const band_cells = acc.cells;
+  if (runs != nullptr) {
+    // A run a row of blocks: its records, its file's transform, its source's statistics.
+    record_run const run = runs[blockIdx.y];
+    rec.data += run.first * rec.stride;
+    rec.transform = run.transform;
+    n = run.count;
+    stats += run.source;
+  }
   scaled_coords const& t = rec.transform;
   std::uint32_t non_finite = 0, by_class = 0, withheld = 0, by_return = 0, by_z = 0;
   std::int32_t lo0 = INT_MAX, lo1 = INT_MAX, lo2 = INT_MAX;
@@ -168,15 +190,22 @@ static __global__ void __launch_bounds__(batch_policy::block_threads)
     std::uint64_t const in_tile = n - first < tile_records ? n - first : tile_records;
     std::uint8_t const* record = nullptr;
     if constexpr (Staged) {
-      // The tile starts at a multiple of 256 * stride bytes: 16-byte aligned like the batch.
+      // The tile's bytes go to shared memory at the same offset from a 16-byte boundary as in
+      // global memory (a batch's tiles start on one; a run's may not): the bytes up to the first
+      // boundary and after the last one singly, the rest by 16-byte loads.
       std::uint8_t const* from = rec.data + first * rec.stride;
       std::uint64_t const bytes = in_tile * rec.stride;
-      std::uint64_t const words = bytes / sizeof(uint4);
-      for (std::uint64_t w = threadIdx.x; w < words; w += blockDim.x) {
-        tile_words[w] = __ldg(reinterpret_cast<uint4 const*>(from) + w);
+      auto const skew = static_cast<unsigned>(reinterpret_cast<std::uintptr_t>(from) % sizeof(uint4));
+      auto* tile = reinterpret_cast<std::uint8_t*>(tile_words) + skew;
+      std::uint64_t const head = skew == 0 ? 0 : (sizeof(uint4) - skew < bytes ? sizeof(uint4) - skew : bytes);
+      std::uint64_t const words = (bytes - head) / sizeof(uint4);
+      auto const* aligned = reinterpret_cast<uint4 const*>(from + head);
+      auto* aligned_tile = reinterpret_cast<uint4*>(tile + head);
+      for (std::uint64_t w = threadIdx.x; w < words; w += blockDim.x) { aligned_tile[w] = __ldg(aligned + w); }
+      if (threadIdx.x < head) { tile[threadIdx.x] = from[threadIdx.x]; }
+      for (std::uint64_t b = head + words * sizeof(uint4) + threadIdx.x; b < bytes; b += blockDim.x) {
+        tile[b] = from[b];
       }
-      auto* tile = reinterpret_cast<std::uint8_t*>(tile_words);
-      for (std::uint64_t b = words * sizeof(uint4) + threadIdx.x; b < bytes; b += blockDim.x) { tile[b] = from[b]; }
       __syncthreads();
       record = tile + std::uint64_t{threadIdx.x} * rec.stride;
     } else {
