@@ -879,15 +879,30 @@ laz_gpu_decoder::laz_gpu_decoder(std::size_t threads, laz_gpu_mapping mapping)
   impl& s = *impl_;
   HG_CUDA_TRY(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
   s.mapping = mapping;
+  s.arena_u16 = lay_out(nullptr, nullptr);
   if (threads == 0) {
+    // As many chunks as the multiprocessors hold blocks of the kernel at once (its registers
+    // decide: 72 a lane, 28 blocks a multiprocessor on sm_90): a chunk's decode is one long chain
+    // of dependent instructions, so more chunks in flight hide more of its latency (16, 24 and 28
+    // a multiprocessor measured in docs/benchmarks.md, "LAZ on the device"). At most a quarter of the free
+    // memory goes to their models.
     int device = 0;
     int sms = 0;
+    int per_sm = 0;
     HG_CUDA_TRY(cudaGetDevice(&device));
     HG_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    threads = std::size_t{16} * static_cast<std::size_t>(std::max(sms, 1));
+    if (mapping == laz_gpu_mapping::chunk_per_thread) {
+      HG_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_chunks_kernel<1>, 32, 0));
+    } else {
+      HG_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_chunks_kernel<roles>, 32, 0));
+    }
+    std::size_t free_bytes = 0, total_bytes = 0;
+    HG_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
+    std::size_t const slot_bytes = channels_per_slot * (sizeof(channel_state) + s.arena_u16 * sizeof(std::uint16_t));
+    threads = std::min(static_cast<std::size_t>(std::max(per_sm, 1)) * static_cast<std::size_t>(std::max(sms, 1)),
+                       std::max<std::size_t>(free_bytes / 4 / slot_bytes, 1));
   }
   s.slots = threads;
-  s.arena_u16 = lay_out(nullptr, nullptr);
   s.counter = device_buffer<unsigned long long>(1, s.stream);
   HG_CUDA_TRY(cudaStreamSynchronize(s.stream));
 }
@@ -949,6 +964,8 @@ void laz_gpu_decoder::upload(std::uint8_t const* host, std::size_t bytes, std::s
   HG_CUDA_TRY(cudaStreamSynchronize(s.stream));
 }
 
+void const* laz_gpu_decoder::device_records() const noexcept { return impl_->records.data(); }
+
 void laz_gpu_decoder::download(std::size_t first, std::size_t count, std::uint8_t* host, laz_gpu_times* times)
 {
   impl& s = *impl_;
@@ -983,9 +1000,17 @@ std::vector<laz_gpu_status> laz_gpu_decoder::decode(laz_gpu_format const& format
   if (chunks.empty()) { return result; }
   s.reserve(s.chunks, chunks.size());
   s.reserve(s.status, chunks.size());
+  // The threads take chunks in this order as they finish: longest first, so that a call of
+  // unequal chunks (a tile's last one is short) does not end on one thread's long chunk.
+  std::vector<std::size_t> order(chunks.size());
+  for (std::size_t i = 0; i < order.size(); ++i) { order[i] = i; }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return chunks[a].points > chunks[b].points; });
+  std::vector<laz_gpu_chunk> ordered(chunks.size());
+  for (std::size_t i = 0; i < order.size(); ++i) { ordered[i] = chunks[order[i]]; }
 
   detail::cuda_event start, decoded;
-  HG_CUDA_TRY(cudaMemcpyAsync(s.chunks.data(), chunks.data(), chunks.size() * sizeof(laz_gpu_chunk),
+  HG_CUDA_TRY(cudaMemcpyAsync(s.chunks.data(), ordered.data(), ordered.size() * sizeof(laz_gpu_chunk),
                               cudaMemcpyHostToDevice, s.stream));
   HG_CUDA_TRY(cudaMemsetAsync(s.counter.data(), 0, sizeof(unsigned long long), s.stream));
   auto const blocks = static_cast<unsigned>(std::min(s.slots, chunks.size()));
@@ -1013,9 +1038,11 @@ std::vector<laz_gpu_status> laz_gpu_decoder::decode(laz_gpu_format const& format
   }
   HG_CUDA_TRY(cudaGetLastError());
   decoded.record(s.stream);
-  HG_CUDA_TRY(cudaMemcpyAsync(result.data(), s.status.data(), chunks.size() * sizeof(laz_gpu_status),
+  std::vector<laz_gpu_status> taken(chunks.size(), laz_gpu_status::not_decoded);
+  HG_CUDA_TRY(cudaMemcpyAsync(taken.data(), s.status.data(), chunks.size() * sizeof(laz_gpu_status),
                               cudaMemcpyDeviceToHost, s.stream));
   HG_CUDA_TRY(cudaStreamSynchronize(s.stream));
+  for (std::size_t i = 0; i < order.size(); ++i) { result[order[i]] = taken[i]; }
   if (times != nullptr) { times->decode_ms += detail::elapsed_ms(start, decoded); }
   return result;
 }

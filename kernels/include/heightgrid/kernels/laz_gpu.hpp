@@ -70,7 +70,8 @@ struct laz_gpu_times {
 class laz_gpu_decoder {
  public:
   /// `chunks_at_once`: chunks decoded at once at most (each holds ~1 MiB of models on the device,
-  /// made when a decode() first needs them); 0 picks 16 a multiprocessor. Throws
+  /// made when a decode() first needs them); 0 picks as many as the device holds blocks of the
+  /// decoder at once (28 a multiprocessor on an H100 or H200), within a quarter of its free memory. Throws
   /// error_kind::device without a usable GPU, error_kind::resource when the device memory does
   /// not suffice. Its destructor hands the device memory it freed back to the driver.
   explicit laz_gpu_decoder(std::size_t chunks_at_once = 0,
@@ -95,11 +96,16 @@ class laz_gpu_decoder {
   /// Copies `bytes` from `host` to byte `offset` of the device's compressed bytes; returns when done.
   void upload(std::uint8_t const* host, std::size_t bytes, std::size_t offset);
   /// Decodes `chunks` (their `source` offsets into the uploaded bytes, their records into the
-  /// device's records) and returns each chunk's status. Waits for the device. Throws
+  /// device's records) and returns each chunk's status. More chunks than threads() are taken
+  /// longest first by the decoder's threads as they finish earlier ones. Waits for the device. Throws
   /// error_kind::device on a device failure, error_kind::usage when a chunk lies outside what
   /// reserve() made room for.
   std::vector<laz_gpu_status> decode(laz_gpu_format const& format, std::vector<laz_gpu_chunk> const& chunks,
                                      laz_gpu_times* times = nullptr);
+  /// The decoded records in device memory (laz_gpu_record_bytes each, record i at byte i * 18; what
+  /// reserve() made room for), for a consumer on the same device that folds them where they are
+  /// (gpu_binner::fold_device_records). Valid until the next reserve().
+  [[nodiscard]] void const* device_records() const noexcept;
   /// Copies `count` decoded records from record `first` on to `host`; returns when done.
   void download(std::size_t first, std::size_t count, std::uint8_t* host, laz_gpu_times* times = nullptr);
 
