@@ -169,14 +169,21 @@ void report_stages(grid_job_report const& r, double input_bytes, double open_s, 
   }
   if (r.laz_gpu) {
     auto const& l = r.laz_gpu_stats;
-    spdlog::debug("LAZ on the GPU: {} of {} chunks ({} points) in {} waves; decoder started in {}, compressed bytes "
-                  "read and uploaded in {}, decode {} (kernels {}, {:.1f} M points/s), records downloaded in {}, "
-                  "stage closed in {}{}",
-                  with_commas(l.gpu_chunks), with_commas(l.chunks), with_commas(l.points), l.waves,
-                  human_seconds(l.start_s), human_seconds(l.read_s), human_seconds(l.decode_s),
-                  human_seconds(l.kernel_s), l.kernel_s > 0.0 ? static_cast<double>(l.points) / l.kernel_s / 1e6 : 0.0,
-                  human_seconds(l.download_s), human_seconds(l.close_s),
-                  l.failure.empty() ? std::string() : "; the rest on the CPU: " + l.failure);
+    std::string const records_went =
+      l.folded_chunks > 0
+        ? fmt::format("records of {} chunks binned on the device in {} (none downloaded)", with_commas(l.folded_chunks),
+                      human_seconds(l.fold_s))
+        : fmt::format("records downloaded in {}", human_seconds(l.download_s));
+    std::uint64_t const decoded = l.folded_chunks > 0 ? l.folded_points : l.points;
+    spdlog::debug("LAZ on the GPU: {} of {} chunks ({} points) in {} waves, {} chunks at once; decoder started in {} "
+                  "(then {} waiting for the job's grid), compressed bytes read and uploaded in {}, decode {} (kernels "
+                  "{}, {:.1f} M points/s), {}, stage closed in {}{}",
+                  with_commas(l.folded_chunks > 0 ? l.folded_chunks : l.gpu_chunks), with_commas(l.chunks),
+                  with_commas(l.points), l.waves, with_commas(l.chunks_at_once), human_seconds(l.start_s),
+                  human_seconds(l.decided_s),
+                  human_seconds(l.read_s), human_seconds(l.decode_s), human_seconds(l.kernel_s),
+                  l.kernel_s > 0.0 ? static_cast<double>(decoded) / l.kernel_s / 1e6 : 0.0, records_went,
+                  human_seconds(l.close_s), l.failure.empty() ? std::string() : "; the rest on the CPU: " + l.failure);
   } else if (!r.laz_gpu_note.empty()) {
     spdlog::debug("LAZ on the GPU: {}", r.laz_gpu_note);
   }
@@ -187,8 +194,11 @@ void report_stages(grid_job_report const& r, double input_bytes, double open_s, 
     char const* name;
     double seconds;
   };
+  auto const& laz = r.laz_gpu_stats;
   stage const stages[] = {{"opening the inputs", open_s},
                           {"reading and decoding", r.read_busy_s / workers},
+                          {"the GPU LAZ decoder (reading, uploading, decoding, binning waves)",
+                           r.laz_gpu ? laz.start_s + laz.read_s + laz.decode_s + laz.fold_s + laz.download_s : 0.0},
                           {sink_name, r.cpu_bin_busy_s / workers},
                           {"host-to-device copies", r.gpu.h2d_ms * 1e-3},
                           {"GPU binning", r.gpu.bin_ms * 1e-3},

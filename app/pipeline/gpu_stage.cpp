@@ -469,6 +469,20 @@ void gpu_stage::submit(point_batch const& b)
   s_->changed.notify_one();
 }
 
+void gpu_stage::fold_device_records(void const* records, std::uint32_t stride, bool extended,
+                                    std::vector<device_record_run> const& runs)
+{
+  HG_EXPECTS(s_->now.load() == state::ready, error_kind::internal, "gpu_stage::fold before the GPU is ready");
+  std::lock_guard<std::mutex> lock(s_->submitting);
+  s_->binner->fold_device_records(records, stride, extended, runs);
+}
+
+void gpu_stage::wait_folds()
+{
+  HG_EXPECTS(s_->now.load() == state::ready, error_kind::internal, "gpu_stage::wait_folds before the GPU is ready");
+  s_->binner->wait_folds();  // the fold's own events: no lock, submit() goes on meanwhile
+}
+
 void gpu_stage::stop()
 {
   {

@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace heightgrid::app {
 
@@ -72,6 +73,11 @@ class gpu_stage {
   /// Uploads and bins a slot's batch (stage ready); the slot returns once its copy is done.
   /// Serialised: any worker may call it.
   void submit(point_batch const& batch);
+  /// Bins records already on the device (gpu_binner::fold_device_records; stage ready), serialised
+  /// with submit(). One thread at a time folds; it calls wait_folds() before it changes them.
+  void fold_device_records(void const* records, std::uint32_t stride, bool extended,
+                           std::vector<device_record_run> const& runs);
+  void wait_folds();
   // ---- reading ahead while CUDA starts (jobs whose batches may be binned in any order) -----------
   // CUDA's start takes a third of a second or more; a job's readers would otherwise wait for it with
   // one batch each. With read-ahead allowed they go on reading into the free ring slots and up to

@@ -198,8 +198,9 @@ class grid_job {
     }
     auto stage = std::make_unique<laz_gpu_stage>(o_.gpu_device, o_.laz_gpu_sizes);
     std::vector<part_source*> offloaded;
-    for (auto* s : all_) {
-      if (s->offload_chunks(stage.get())) { offloaded.push_back(s); }
+    for (std::size_t i = 0; i < all_.size(); ++i) {
+      stage->set_source(i);  // the statistics' entry of its chunks binned on the device
+      if (all_[i]->offload_chunks(stage.get())) { offloaded.push_back(all_[i]); }
     }
     auto const give_back = [&](std::string note) {
       for (auto* s : offloaded) { s->offload_chunks(nullptr); }
@@ -212,11 +213,19 @@ class grid_job {
     std::uint64_t const points = stage->point_count();
     if (choice == laz_decoder_choice::automatic) {
       using policy = auto_device_policy;
-      double const cpu_s = static_cast<double>(points) / (threads_ * policy::laz_cpu_points_per_thread_s);
-      double const waves = std::ceil(static_cast<double>(stage->chunk_count()) / policy::laz_gpu_wave_chunks);
-      double const gpu_s = policy::laz_gpu_start_s +
-                           waves * stage->largest_chunk() * policy::laz_gpu_seconds_per_chunk_point +
-                           static_cast<double>(points) * policy::laz_records_seconds_per_point;
+      auto const n = static_cast<double>(points);
+      double const cpu_s = n / (threads_ * policy::laz_cpu_points_per_thread_s);
+      double gpu_s = 0.0;
+      if (!sums_ && !order_ && binner_options().reduction == batch_reduction::atomic) {
+        // The records will be binned where they are decoded (bin_band: fold_laz).
+        gpu_s = policy::laz_fold_start_s + n * policy::laz_fold_seconds_per_point +
+                std::max(stage->largest_chunk() * policy::laz_fold_seconds_per_chunk_point,
+                         n / policy::laz_fold_points_per_s);
+      } else {
+        double const waves = std::ceil(static_cast<double>(stage->chunk_count()) / policy::laz_gpu_wave_chunks);
+        gpu_s = policy::laz_gpu_start_s + waves * stage->largest_chunk() * policy::laz_gpu_seconds_per_chunk_point +
+                n * policy::laz_records_seconds_per_point;
+      }
       if (points < policy::laz_gpu_min_points || gpu_s * policy::laz_gpu_margin >= cpu_s) {
         std::ostringstream note;
         note.precision(2);
@@ -231,6 +240,25 @@ class grid_job {
     stage->start();
     laz_stage_ = std::move(stage);
     report_.laz_gpu = true;
+    if (route_ == bin_route::cpu && o_.device == device_choice::automatic && !sums_ && !order_) {
+      // Records the GPU decoded are binned where they are (bin_band: fold_laz) rather than sent
+      // down for the CPU to bin: the GPU route, whatever the points' count chose.
+      route_ = bin_route::gpu;
+      if (gpu_ == nullptr) {
+        gpu_ = std::make_shared<gpu_stage>(batch_points_, threads_ * ring_slots_per_worker + ring_extra_slots,
+                                           o_.gpu_device);
+      }
+    }
+  }
+
+  /// Whether this pass bins the GPU decoder's records on the device (never downloaded): the GPU
+  /// route with the atomic reduction over the whole grid in one band, on the pass that reads the
+  /// chunks (the stage hands each chunk once).
+  bool fold_laz(grid_band const& band) const
+  {
+    return laz_stage_ != nullptr && gpu_ != nullptr && route_ == bin_route::gpu && !sums_ && !order_ &&
+           binner_options().reduction == batch_reduction::atomic && band.first_row == 0 && band.rows == grid_.rows &&
+           report_.passes == 0;
   }
 
   /// After the first pass that read the points: the GPU decoder has handed out what it will (a
@@ -395,10 +423,10 @@ class grid_job {
 
   /// Adds what binning raw records found (on the device, and on the CPU where the GPU failed) to
   /// the pass's read report, source by source, as read_part would have reported it.
-  void add_record_results(grid_sink const& sink)
+  void add_record_results(grid_sink const& sink, bool device_used)
   {
     std::vector<las_record_stats> found = sink.cpu_record_stats();
-    if (sink.gpu_batches() > 0) {
+    if (device_used) {
       std::vector<las_record_stats> const device = gpu_->binner().take_record_stats();
       if (found.size() < device.size()) { found.resize(device.size()); }
       for (std::size_t i = 0; i < device.size(); ++i) { found[i].add(device[i]); }
@@ -560,24 +588,28 @@ class grid_job {
     std::uint64_t const parked_before = gpu_ != nullptr ? gpu_->parked_total() : 0;
     if (report_.passes == 0) { report_.setup_s = seconds_since(job_start_); }
     if (records) { sink.decode_records_with(&rules_); }
+    // The GPU decoder's records: binned on the device, or down to the readers.
+    bool const fold = fold_laz(band);
+    if (laz_stage_ != nullptr) { laz_stage_->deliver_to(fold ? gpu_.get() : nullptr); }
     last_read_ = read_parts(all_, rules_, {threads_, sums_}, sink, &counter);
     ++report_.passes;
+    bool const folded = fold && laz_stage_->report().folded_chunks > 0;
     close_laz_stage();
 
     std::uint64_t binned = sink.cpu_binning().binned;
     std::uint64_t outside = sink.cpu_binning().outside;
-    if (sink.gpu_batches() > 0) {
+    bool const device_used = sink.gpu_batches() > 0 || folded;
+    if (device_used) {
       auto& b = gpu_->binner();
       b.synchronize();
       binned += b.points_binned();
       outside += b.points_outside();
       report_.device = gpu_->wait_started().value_or(gpu_stage::device_facts{}).name;
     }
-    if (records) {
-      add_record_results(sink);
-      report_.las_records_on_gpu = report_.las_records_on_gpu || sink.gpu_batches() > 0;
-    }
-    gpu_used_ = sink.gpu_batches() > 0;
+    if (records || folded) { add_record_results(sink, device_used); }
+    if (records) { report_.las_records_on_gpu = report_.las_records_on_gpu || sink.gpu_batches() > 0; }
+    report_.laz_binned_on_gpu = report_.laz_binned_on_gpu || folded;
+    gpu_used_ = device_used;
     if (!gpu_used_ && host_ == nullptr) {
       // The GPU route, and no batch reached it (a tile or --te that no point meets): empty cells.
       host_ = std::make_unique<host_grid>(band, acc_request_, order_capacity(band));

@@ -57,7 +57,7 @@ struct auto_device_policy {
   /// longer than the GPU's: the CPU decodes about `laz_cpu_points_per_thread_s` points a second a
   /// thread (3.7-5.3 M on the lent hosts), the GPU a wave of up to 2000 chunks in about
   /// `laz_gpu_seconds_per_chunk_point` a point of its largest chunk (the chunks of a wave decode side
-  /// by side: 424-471 ms for chunks of 50,000 points on an H100, docs/benchmarks.md run Z), after a
+  /// by side: 424-471 ms for chunks of 50,000 points on an H100, docs/benchmarks-history.md run Z), after a
   /// start of `laz_gpu_start_s` (driver and context: 0.45-0.55 s), and then the readers bin the
   /// records at `laz_records_seconds_per_point`; the GPU must win by `laz_gpu_margin`. Measured: a
   /// 10^8-point file 1.4 s on the GPU vs 2.0 s on 16 cores (chosen), 1000 tiles of 64,600 points
@@ -69,6 +69,14 @@ struct auto_device_policy {
   static constexpr double laz_records_seconds_per_point = 1.5e-9;
   static constexpr double laz_gpu_margin = 1.15;
   static constexpr std::size_t laz_gpu_wave_chunks = 2000;
+  /// Where the GPU bins the records it decoded (range/min/max/count: no records come down), its
+  /// time is its start, reading + uploading + binning a point, and the longer of the last round
+  /// (one chunk's latency, per point of the largest chunk) and every point at the decoder's rate.
+  /// Fitted on an H200 host (docs/benchmarks.md, "LAZ on the device": crossover near 5 * 10^7).
+  static constexpr double laz_fold_start_s = 0.45;
+  static constexpr double laz_fold_seconds_per_point = 0.7e-9;
+  static constexpr double laz_fold_seconds_per_chunk_point = 4.9e-6;
+  static constexpr double laz_fold_points_per_s = 2.8e8;
 };
 
 /// Which decoder takes layered LAZ chunks: `automatic` follows --device (cpu: the CPU; gpu: the GPU
@@ -133,6 +141,7 @@ struct grid_job_report {
   std::uint64_t cpu_batches{0};
   std::uint64_t gpu_batches{0};
   bool las_records_on_gpu{false};  ///< uncompressed LAS went to the GPU as raw records (decoded there)
+  bool laz_binned_on_gpu{false};   ///< the GPU decoder's LAZ records were binned on the device (never downloaded)
   std::uint64_t read_ahead_batches{0};  ///< GPU batches read while CUDA started (parked until it was up)
   unsigned threads{0};
   double gpu_start_s{0.0};

@@ -1,5 +1,7 @@
 #include "pipeline/laz_gpu_stage.hpp"
 
+#include "pipeline/gpu_stage.hpp"
+
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/kernels/gpu_binner.hpp"
 #include "heightgrid/kernels/laz_gpu.hpp"
@@ -7,7 +9,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <exception>
+#include <utility>
 
 namespace heightgrid::app {
 namespace {
@@ -19,9 +23,11 @@ double seconds_since(clock_type::time_point t)
   return std::chrono::duration<double>(clock_type::now() - t).count();
 }
 
-enum class chunk_state : std::uint8_t { pending, ready, failed };
+enum class chunk_state : std::uint8_t { pending, ready, folded, failed };
 
-/// Threads reading a group's compressed bytes (page cache to page-locked memory).
+/// Threads reading a group's compressed bytes (page cache to page-locked memory) while the readers
+/// bin downloaded records; when the records are binned on the device the readers only wait, and
+/// every core reads.
 constexpr unsigned reading_threads = 8;
 /// How long a reader waits for a stage that waits for readers before decoding the chunk itself.
 constexpr std::chrono::milliseconds stuck_wait{100};
@@ -33,6 +39,7 @@ struct laz_gpu_stage::impl {
   struct file_entry {
     file_format format;
     reader read;
+    std::size_t source{0};  // the job's index of the file's source
   };
   struct chunk_entry {
     chunk c;
@@ -67,6 +74,7 @@ struct laz_gpu_stage::impl {
   std::size_t ring_slots;
   std::uint64_t ring_slot_bytes;
   std::vector<file_entry> files;
+  std::size_t next_source{0};
   std::vector<chunk_entry> chunks;
   std::uint64_t points{0};
   std::uint32_t largest{0};
@@ -77,6 +85,10 @@ struct laz_gpu_stage::impl {
   bool planned{false};
   bool failed_all{false};
   bool stop{false};
+  std::atomic<bool> stopping{false};  // `stop` for waits outside the stage (the grid's start)
+  bool decided{false};                // deliver_to() was called
+  gpu_stage* target{nullptr};         // deliver_to()'s grid
+  bool fold{false};                   // records binned on the device (set before `planned`)
   std::vector<wave_entry> waves;
   std::vector<group_entry> groups;
   std::size_t oldest{0};        // first group with chunks not released
@@ -91,6 +103,16 @@ struct laz_gpu_stage::impl {
     : device(dev), limits(lim), ring_slots(std::max<std::size_t>(1, lim.ring_slots)),
       ring_slot_bytes(std::max<std::uint64_t>(1, lim.slot_bytes))
   {
+  }
+
+  /// A reader came before the job said where the records go: they go down to the readers.
+  /// Caller holds `mutex`.
+  void decide_if_undecided()
+  {
+    if (decided) { return; }
+    decided = true;
+    target = nullptr;
+    changed.notify_all();
   }
 
   void fail_everything(std::string const& why)
@@ -188,6 +210,79 @@ struct laz_gpu_stage::impl {
     if (failure) { std::rethrow_exception(failure); }
   }
 
+  /// Groups [first_group, end_group) of one wave read by one pool of threads (every core: the
+  /// readers only wait while the records are binned on the device) that take the wave's chunks in
+  /// order; the thread that reads a group's last chunk uploads the group, and a chunk waits for its
+  /// slot's previous group to be uploaded. So the wave streams from the page cache to the device
+  /// without a pause per group. False when a read failed (the readers' own decoding reads again
+  /// and names it). Only while folding: no reader holds a slot.
+  bool stream_groups(std::size_t first_group, std::size_t end_group)
+  {
+    if (first_group == end_group) { return true; }
+    std::size_t const n_slots = slots.size();
+    std::vector<std::size_t> left(end_group - first_group);  // chunks of each group not yet read
+    std::vector<char> uploaded(end_group - first_group, 0);
+    for (std::size_t k = first_group; k < end_group; ++k) { left[k - first_group] = groups[k].end - groups[k].first; }
+    std::size_t const end_chunk = groups[end_group - 1].end;
+    std::atomic<std::size_t> next{groups[first_group].first};
+    std::mutex m;
+    std::condition_variable cv;
+    bool failed = false;
+    std::exception_ptr device_failure;
+    auto const work = [&] {
+      for (std::size_t i; (i = next.fetch_add(1)) < end_chunk;) {
+        chunk_entry const& e = chunks[i];
+        std::size_t const k = e.group;
+        group_entry const& g = groups[k];
+        std::uint8_t* const slot = slots[k % n_slots];
+        if (k >= first_group + n_slots) {
+          std::unique_lock<std::mutex> lock(m);
+          cv.wait(lock, [&] { return failed || uploaded[k - n_slots - first_group] != 0; });
+          if (failed) { return; }
+        }
+        bool ok = true;
+        if (e.state != chunk_state::failed) {
+          try {
+            files[e.file].read(e.c.offset, static_cast<std::size_t>(e.c.bytes), slot + (e.source - chunks[g.first].source));
+          } catch (...) {
+            ok = false;
+          }
+        }
+        bool last = false;
+        {
+          std::lock_guard<std::mutex> lock(m);
+          failed = failed || !ok;
+          last = --left[k - first_group] == 0;
+        }
+        if (!ok) {
+          cv.notify_all();
+          return;
+        }
+        if (!last) { continue; }
+        try {
+          decoder->upload(slot, slot_used(g), chunks[g.first].source);
+        } catch (...) {
+          std::lock_guard<std::mutex> lock(m);
+          failed = true;
+          if (!device_failure) { device_failure = std::current_exception(); }
+        }
+        {
+          std::lock_guard<std::mutex> lock(m);
+          uploaded[k - first_group] = 1;
+        }
+        cv.notify_all();
+      }
+    };
+    std::size_t const n = std::min<std::size_t>(std::max(reading_threads, std::thread::hardware_concurrency()),
+                                                end_chunk - groups[first_group].first);
+    std::vector<std::thread> pool;
+    for (std::size_t t = 1; t < n; ++t) { pool.emplace_back(work); }
+    work();
+    for (auto& t : pool) { t.join(); }
+    if (device_failure) { std::rethrow_exception(device_failure); }  // the run's handler: back to the readers
+    return !failed;
+  }
+
   /// Waits until group k may use its slot: the group that used it before is released.
   bool wait_for_slot(std::size_t k)
   {
@@ -198,13 +293,56 @@ struct laz_gpu_stage::impl {
     return !stop;
   }
 
-  void decode_wave(std::size_t w_index, std::size_t& next_group)
+  /// Groups [first_group, end_group) of one wave: their compressed bytes read through the ring and
+  /// uploaded. False when a read failed (the readers' own decoding reads again and names it).
+  bool upload_groups(std::size_t first_group, std::size_t end_group)
   {
-    wave_entry const& w = waves[w_index];
+    for (std::size_t k = first_group; k < end_group; ++k) {
+      group_entry const& g = groups[k];
+      std::uint8_t* const slot = slots[k % slots.size()];
+      try {
+        read_group(g, slot);
+      } catch (std::exception const&) {
+        return false;
+      }
+      decoder->upload(slot, slot_used(g), chunks[g.first].source);
+    }
+    return true;
+  }
+
+  /// Decodes the wave's chunks that are still pending; `decoded` gets the chunk of each status.
+  std::vector<laz_gpu_status> decode_pending(wave_entry const& w, std::vector<std::size_t>& decoded,
+                                             laz_gpu_times& times)
+  {
+    std::vector<laz_gpu_chunk> jobs;
+    jobs.reserve(w.end - w.first);
+    decoded.clear();
+    for (std::size_t i = w.first; i < w.end; ++i) {
+      chunk_entry const& e = chunks[i];
+      if (e.state == chunk_state::failed) { continue; }
+      jobs.push_back({e.source, e.c.bytes, e.first_record, e.c.points});
+      decoded.push_back(i);
+    }
+    file_format const& f = files[chunks[w.first].file].format;
+    laz_gpu_format const format{f.record_length, f.layer_count, true, true, true};
+    return decoder->decode(format, jobs, &times);
+  }
+
+  /// The groups of wave `w_index`, from `next_group` on (which moves past them).
+  std::pair<std::size_t, std::size_t> groups_of(std::size_t w_index, std::size_t& next_group) const
+  {
     std::size_t const first_group = next_group;
     std::size_t end_group = first_group;
     while (end_group < groups.size() && groups[end_group].wave == w_index) { ++end_group; }
     next_group = end_group;
+    return {first_group, end_group};
+  }
+
+  /// A wave whose records go down to the readers.
+  void decode_wave(std::size_t w_index, std::size_t& next_group)
+  {
+    wave_entry const& w = waves[w_index];
+    auto const [first_group, end_group] = groups_of(w_index, next_group);
     // The wave's records stay on the device until every group of the previous wave was handed
     // out: the device buffers are reused.
     {
@@ -218,38 +356,13 @@ struct laz_gpu_stage::impl {
     // Up: each group's compressed bytes through a ring slot (the groups of the previous wave are
     // all released, so every slot is free).
     auto const t_read = clock_type::now();
-    bool read_ok = true;
-    for (std::size_t k = first_group; k < end_group; ++k) {
-      group_entry const& g = groups[k];
-      std::uint8_t* const slot = slots[k % slots.size()];
-      try {
-        read_group(g, slot);
-      } catch (std::exception const&) {
-        read_ok = false;  // the readers' own decoding reads again and names the problem
-        break;
-      }
-      decoder->upload(slot, slot_used(g), chunks[g.first].source);
-    }
+    bool const read_ok = upload_groups(first_group, end_group);
     double const read_s = seconds_since(t_read);
     std::vector<laz_gpu_status> status;
     std::vector<std::size_t> decoded;  // the chunk of each status
     laz_gpu_times times;
     auto const t_decode = clock_type::now();
-    if (read_ok) {
-      std::vector<laz_gpu_chunk> jobs;
-      jobs.reserve(w.end - w.first);
-      std::vector<std::size_t> index;
-      for (std::size_t i = w.first; i < w.end; ++i) {
-        chunk_entry const& e = chunks[i];
-        if (e.state == chunk_state::failed) { continue; }
-        jobs.push_back({e.source, e.c.bytes, e.first_record, e.c.points});
-        index.push_back(i);
-      }
-      file_format const& f = files[chunks[w.first].file].format;
-      laz_gpu_format const format{f.record_length, f.layer_count, true, true, true};
-      status = decoder->decode(format, jobs, &times);
-      decoded = std::move(index);
-    }
+    if (read_ok) { status = decode_pending(w, decoded, times); }
     double const decode_s = seconds_since(t_decode);
     {
       std::lock_guard<std::mutex> lock(mutex);
@@ -285,6 +398,74 @@ struct laz_gpu_stage::impl {
     stats.download_s += times.download_ms / 1e3;
   }
 
+  /// A wave whose records are binned where they are, by the grid's binner: nothing comes down, and
+  /// nothing waits for the readers (the slots only carry compressed bytes up).
+  void fold_wave(std::size_t w_index, std::size_t& next_group)
+  {
+    wave_entry const& w = waves[w_index];
+    auto const [first_group, end_group] = groups_of(w_index, next_group);
+    decoder->reserve(w.compressed, w.points);  // the previous wave's folds are done
+    auto const t_read = clock_type::now();
+    bool const read_ok = stream_groups(first_group, end_group);
+    double const read_s = seconds_since(t_read);
+    std::vector<laz_gpu_status> status;
+    std::vector<std::size_t> decoded;
+    laz_gpu_times times;
+    auto const t_decode = clock_type::now();
+    if (read_ok) { status = decode_pending(w, decoded, times); }
+    double const decode_s = seconds_since(t_decode);
+    // Runs of consecutive decoded chunks of one file (their records lie back to back).
+    std::vector<device_record_run> runs;
+    std::uint64_t points = 0, folded = 0;
+    std::size_t run_file = SIZE_MAX;
+    for (std::size_t j = 0; j < status.size(); ++j) {
+      if (status[j] != laz_gpu_status::ok) { continue; }
+      chunk_entry const& e = chunks[decoded[j]];
+      if (!runs.empty() && run_file == e.file && runs.back().first + runs.back().count == e.first_record) {
+        runs.back().count += e.c.points;
+      } else {
+        file_entry const& f = files[e.file];
+        runs.push_back({e.first_record, e.c.points, f.format.transform, f.source});
+        run_file = e.file;
+      }
+      points += e.c.points;
+      ++folded;
+    }
+    auto const t_fold = clock_type::now();
+    if (!runs.empty()) {
+      target->fold_device_records(decoder->device_records(), static_cast<std::uint32_t>(record_bytes), true, runs);
+      target->wait_folds();
+    }
+    double const fold_s = seconds_since(t_fold);
+    std::lock_guard<std::mutex> lock(mutex);
+    for (std::size_t i = w.first; i < w.end; ++i) {
+      if (!read_ok) { chunks[i].state = chunk_state::failed; }
+    }
+    for (std::size_t j = 0; j < status.size(); ++j) {
+      chunks[decoded[j]].state = status[j] == laz_gpu_status::ok ? chunk_state::folded : chunk_state::failed;
+    }
+    ++stats.waves;
+    ++events;
+    stats.read_s += read_s;
+    stats.decode_s += decode_s;
+    stats.kernel_s += times.decode_ms / 1e3;
+    stats.fold_s += fold_s;
+    stats.folded_chunks += folded;
+    stats.folded_points += points;
+    changed.notify_all();
+  }
+
+  /// Whether the records can be binned where they are decoded: every file grids its Z, and the
+  /// grid is up (waits for its start).
+  bool can_fold()
+  {
+    if (target == nullptr) { return false; }
+    for (auto const& f : files) {
+      if (!f.format.grids_z) { return false; }
+    }
+    return target->wait_ready(stopping);
+  }
+
   void run()
   {
     auto const t0 = clock_type::now();
@@ -292,23 +473,46 @@ struct laz_gpu_stage::impl {
       std::string reason;
       if (!start_gpu(&reason, device)) { throw error(error_kind::device, reason); }
       decoder = std::make_unique<laz_gpu_decoder>();
+      std::size_t const n = std::min<std::size_t>(ring_slots, chunks.size());
+      for (std::size_t k = 0; k < n; ++k) { slots.push_back(decoder->pinned(ring_slot_bytes)); }
     } catch (std::exception const& e) {
       fail_everything(e.what());
       return;
     }
+    auto const t_decide = clock_type::now();
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      stats.start_s = seconds_since(t0);
+      stats.chunks_at_once = decoder->threads();
+    }
+    {
+      // Where the records go (the job says so before its first pass that reads them).
+      std::unique_lock<std::mutex> lock(mutex);
+      changed.wait(lock, [&] { return stop || decided; });
+      if (stop) { return; }
+    }
+    bool const folding = can_fold();  // waits for the grid's start
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      fold = folding;
+      stats.decided_s = seconds_since(t_decide);
+    }
     try {
       // Waves hold their compressed bytes and records on the device: at most half its free memory.
-      std::size_t const wave_chunks = limits.wave_chunks != 0 ? limits.wave_chunks : decoder->threads();
+      // Records that go down: a chunk a decoder thread, so the first come soon. Records binned on
+      // the device: as many chunks as fit, which the decoder's threads take longest first as they
+      // finish earlier ones, so that a wave's last round (threads idle behind the longest chunks
+      // left) comes once, not once a wave (docs/benchmarks.md, "LAZ on the device").
+      std::size_t const wave_chunks =
+        limits.wave_chunks != 0 ? limits.wave_chunks : (folding ? SIZE_MAX : decoder->threads());
       plan(wave_chunks, std::max<std::uint64_t>(decoder->free_device_bytes() / 2, 1));
-      std::size_t const n = std::min<std::size_t>(ring_slots, groups.size());
-      for (std::size_t k = 0; k < n; ++k) { slots.push_back(decoder->pinned(ring_slot_bytes)); }
-      {
-        std::lock_guard<std::mutex> lock(mutex);
-        stats.start_s = seconds_since(t0);
-      }
       std::size_t next_group = 0;
       for (std::size_t w = 0; w < waves.size(); ++w) {
-        decode_wave(w, next_group);
+        if (folding) {
+          fold_wave(w, next_group);
+        } else {
+          decode_wave(w, next_group);
+        }
         std::lock_guard<std::mutex> lock(mutex);
         if (stop) { return; }
       }
@@ -331,6 +535,7 @@ laz_gpu_stage::~laz_gpu_stage()
   {
     std::lock_guard<std::mutex> lock(impl_->mutex);
     impl_->stop = true;
+    impl_->stopping = true;
     impl_->changed.notify_all();
   }
   if (impl_->worker.joinable()) { impl_->worker.join(); }
@@ -342,7 +547,7 @@ std::size_t laz_gpu_stage::add_file(file_format const& format, std::vector<chunk
   std::lock_guard<std::mutex> lock(s.mutex);
   HG_EXPECTS(!s.started, error_kind::internal, "laz_gpu_stage: a file registered after start()");
   std::size_t const first = s.chunks.size();
-  s.files.push_back({format, std::move(read)});
+  s.files.push_back({format, std::move(read), s.next_source});
   for (auto const& c : chunks) {
     impl::chunk_entry e;
     e.c = c;
@@ -352,6 +557,21 @@ std::size_t laz_gpu_stage::add_file(file_format const& format, std::vector<chunk
     s.largest = std::max(s.largest, c.points);
   }
   return first;
+}
+
+void laz_gpu_stage::set_source(std::size_t source)
+{
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  impl_->next_source = source;
+}
+
+void laz_gpu_stage::deliver_to(gpu_stage* grid)
+{
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  if (impl_->decided) { return; }
+  impl_->decided = true;
+  impl_->target = grid;
+  impl_->changed.notify_all();
 }
 
 std::size_t laz_gpu_stage::chunk_count() const
@@ -389,8 +609,9 @@ std::uint8_t const* laz_gpu_stage::records(std::size_t index)
   impl& s = *impl_;
   std::unique_lock<std::mutex> lock(s.mutex);
   if (!s.started || index >= s.chunks.size()) { return nullptr; }
+  s.decide_if_undecided();
   impl::chunk_entry& e = s.chunks[index];
-  if (e.handed) { return nullptr; }  // a later pass: the wave's buffer may hold other records now
+  if (e.handed) { return nullptr; }  // a later pass, or binned() failed it: the reader decodes it
   s.changed.wait(lock, [&] { return s.planned || s.failed_all || s.stop; });
   e.handed = true;
   if (!s.planned || s.stop) { return nullptr; }
@@ -412,6 +633,22 @@ std::uint8_t const* laz_gpu_stage::records(std::size_t index)
   ++s.stats.gpu_chunks;
   impl::group_entry const& g = s.groups[e.group];
   return s.slots[g.slot] + (e.first_record - g.first_record) * record_bytes;
+}
+
+bool laz_gpu_stage::binned(std::size_t index)
+{
+  impl& s = *impl_;
+  std::unique_lock<std::mutex> lock(s.mutex);
+  if (!s.started || index >= s.chunks.size()) { return false; }
+  s.decide_if_undecided();
+  s.changed.wait(lock, [&] { return s.planned || s.failed_all || s.stop; });
+  if (!s.planned || s.stop || !s.fold) { return false; }  // records() as usual
+  impl::chunk_entry& e = s.chunks[index];
+  if (e.handed) { return false; }
+  e.handed = true;  // whatever comes of it: a chunk not folded is the reader's to decode
+  // The stage never waits for readers while it folds: waiting here cannot deadlock.
+  s.changed.wait(lock, [&] { return e.state != chunk_state::pending || s.stop; });
+  return e.state == chunk_state::folded;
 }
 
 void laz_gpu_stage::release(std::size_t index) noexcept

@@ -1,24 +1,30 @@
 #pragma once
-// laz_gpu_stage: a job's layered LAZ chunks decoded on the GPU (kernels/laz_gpu.hpp), handed to the
-// reading threads as records (core/bulk_decoder.hpp). A CPU core decodes one LAZ chunk at a time
-// (3.7-5.3 M points/s on the lent hosts); the GPU decodes every chunk of a wave at once, a thread
-// each, so a wave of 2000 chunks of 50,000 points takes about as long as one chunk (~0.7 s on an
-// H200, 150 M points/s; docs/benchmarks.md).
+// laz_gpu_stage: a job's layered LAZ chunks decoded on the GPU (kernels/laz_gpu.hpp). A CPU core
+// decodes one LAZ chunk at a time (3.7-5.3 M points/s on the lent hosts); the GPU decodes thousands
+// at once, a warp each (docs/benchmarks.md, "LAZ on the device").
 //
 // Flow: the sources register their chunks (part_source::offload_chunks), start() launches one
-// thread that brings up the decoder and then, wave after wave (at most a chunk per decoder thread,
-// at most half the device's free memory), reads the wave's compressed bytes on several threads
-// and uploads them, decodes the wave, and downloads its records group by group into a ring of
-// eight 32 MiB page-locked slots as the readers free them (host memory stays at 256 MiB however
-// large the wave; the records wait on the device). A reader asking for a chunk waits for its
-// group. (Readers that decode chunks themselves while the GPU starts and decodes were tried: the
-// CPU they take slows CUDA's start and the reading of the compressed bytes more than they gain;
-// docs/benchmarks-history.md.) Anything the GPU cannot do goes back to the
-// reader's own decoder (records() returns nullptr): a chunk the GPU decoder rejects (the CPU
-// decoder then names the problem), a device that fails to start or fails later, a chunk asked
-// for a second time (a later pass), a chunk beyond what the stage can reach before readers that
-// have not come yet release theirs (a reading order this stage did not plan for: waiting could
-// deadlock), or a chunk larger than a ring slot.
+// thread that brings up the decoder and waits for the job to say where the records go
+// (deliver_to). Then, wave after wave (at most half the device's free memory), it reads the wave's
+// compressed bytes on several threads through a ring of eight 32 MiB page-locked slots, uploads
+// them and decodes the wave. The records then either
+// - stay on the device: the job's GPU grid bins them where they are (gpu_binner::
+//   fold_device_records; the GPU route with range/min/max/count over one band). A reader asking
+//   for a chunk (binned()) waits for its wave and counts the chunk's points; the grid reports the
+//   filter counts and bounds. The stage never waits for the readers; a wave is as many chunks as
+//   fit, taken longest first by the decoder's threads, and every core reads the compressed bytes; or
+// - come down group by group into the ring as the readers free its slots (host memory stays at 256
+//   MiB however large the wave; a wave is a chunk a decoder thread), and the readers bin them
+//   (records()): for jobs that bin on the CPU, keep sums or order statistics, or need several
+//   passes.
+// (Readers that decode chunks themselves while the GPU starts and decodes were tried: the CPU they
+// take slows CUDA's start and the reading of the compressed bytes more than they gain;
+// docs/benchmarks-history.md.) Anything the GPU cannot do goes back to the reader's own decoder
+// (records() returns nullptr): a chunk the GPU decoder rejects (the CPU decoder then names the
+// problem), a device that fails to start or fails later, a chunk asked for a second time (a later
+// pass), a chunk beyond what the stage can reach before readers that have not come yet release
+// theirs (a reading order this stage did not plan for: waiting could deadlock), or a chunk larger
+// than a ring slot.
 
 #include "heightgrid/core/bulk_decoder.hpp"
 
@@ -33,24 +39,31 @@
 
 namespace heightgrid::app {
 
+class gpu_stage;
+
 struct laz_gpu_stage_report {
   std::uint64_t chunks{0};          ///< registered
   std::uint64_t points{0};          ///< in the registered chunks
   std::uint64_t gpu_chunks{0};      ///< handed out as GPU records
   std::uint64_t skipped{0};         ///< never given to the GPU: no points, or larger than a ring slot
   std::uint64_t waves{0};           ///< decoded
+  std::uint64_t chunks_at_once{0};  ///< the decoder's threads (laz_gpu_decoder::threads)
+  std::uint64_t folded_chunks{0};   ///< binned on the device where they were decoded (never downloaded)
+  std::uint64_t folded_points{0};
   double start_s{0.0};              ///< the decoder's start (CUDA context, device memory)
   double read_s{0.0};               ///< reading compressed bytes and uploading them, summed over waves
   double decode_s{0.0};             ///< decode() calls (kernel and statuses), summed
   double download_s{0.0};           ///< record downloads (CUDA events), summed
   double kernel_s{0.0};             ///< the decode kernels alone (CUDA events)
+  double fold_s{0.0};               ///< binning the decoded records on the device (CUDA events)
+  double decided_s{0.0};            ///< waiting for the job to say where the records go (deliver_to)
   double close_s{0.0};              ///< freeing the stage (set by its owner)
   std::string failure;              ///< why the GPU decoded nothing, when it did not
 };
 
 /// The stage's sizes: the product's defaults; tests shrink them to reach many waves and groups.
 struct laz_gpu_limits {
-  std::size_t wave_chunks{0};                      ///< chunks a wave at most (0: one a decoder thread)
+  std::size_t wave_chunks{0};  ///< chunks a wave at most (0: one a decoder thread; binned on the device, all that fit)
   std::size_t ring_slots{8};                       ///< page-locked slots between the device and the readers
   std::uint64_t slot_bytes{std::uint64_t{32} << 20};  ///< bytes a slot
 };
@@ -67,14 +80,27 @@ class laz_gpu_stage final : public bulk_chunk_decoder {
   std::size_t add_file(file_format const& format, std::vector<chunk> const& chunks, reader read) override;
   [[nodiscard]] std::uint8_t const* records(std::size_t index) override;
   void release(std::size_t index) noexcept override;
+  [[nodiscard]] bool binned(std::size_t index) override;
 
   /// Registered chunks and their points.
   [[nodiscard]] std::size_t chunk_count() const;
   [[nodiscard]] std::uint64_t point_count() const;
   [[nodiscard]] std::uint32_t largest_chunk() const;
 
+  /// The job's source index of the files registered from now on (their statistics' entry when
+  /// their records are binned on the device).
+  void set_source(std::size_t source);
+
   /// Starts decoding (call once, after every add_file). Without it, records() returns nullptr.
   void start();
+
+  /// Where the decoded records go, said once before the first pass that reads the chunks (the
+  /// stage decodes nothing until then): binned by `grid`'s binner on the device (binned() says
+  /// true; the records never come down), or with nullptr downloaded to the readers (records()).
+  /// Binning on the device needs every file's Z gridded (file_format::grids_z) and a binner made
+  /// for it (raw-record batches: gpu_binner_options::record_filter, the atomic reduction), on the
+  /// stage's device; otherwise, or if `grid` fails to start, the records are downloaded.
+  void deliver_to(gpu_stage* grid);
 
   [[nodiscard]] laz_gpu_stage_report report() const;
 

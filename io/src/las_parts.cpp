@@ -477,7 +477,8 @@ class laz_chunk_parts final : public las_parts_base {
       chunks.push_back({c.offset, c.bytes, static_cast<std::uint32_t>(c.points)});
     }
     bulk_chunk_decoder::file_format const format{static_cast<std::uint32_t>(vlr_.record_length()),
-                                                 static_cast<std::uint32_t>(layers)};
+                                                 static_cast<std::uint32_t>(layers), header_transform_,
+                                                 dimension_.is_z};
     // The decoder reads on its own threads, opening the file for each chunk: a handle kept per file
     // would hold one descriptor per input for the whole job (10^5 tiles pass the usual limit), and
     // an open costs microseconds next to a chunk's ~300 KB.
@@ -488,6 +489,12 @@ class laz_chunk_parts final : public las_parts_base {
     });
     bulk_ = decoder;
     return true;
+  }
+
+  /// Chunks binned where the GPU decoded them (bulk_chunk_decoder::binned) are reported by the grid.
+  [[nodiscard]] part_result result_of_records(las_record_stats const& stats) const override
+  {
+    return records_result(stats, header_transform_);
   }
 
   part_result read_part(std::uint64_t k, filter_rules const& filter, point_batch& out) override
@@ -520,6 +527,7 @@ class laz_chunk_parts final : public las_parts_base {
           std::size_t i;
           ~release_guard() { d->release(i); }
         } const guard{bulk_, bulk_first_ + c};
+        if (bulk_->binned(bulk_first_ + c)) { continue; }  // on the device: reported by the grid
         if (std::uint8_t const* decoded = bulk_->records(bulk_first_ + c)) {
           decode_(decoded, bulk_chunk_decoder::record_bytes, points, filter, header_transform_, dimension_, out,
                   stats, ext);

@@ -102,6 +102,112 @@ TEST(GridJob, LazChunksDecodedOnTheGpuGridAsOnTheCpu)
   }
 }
 
+void expect_same_read(grid_job_report const& got, grid_job_report const& want)
+{
+  auto const& g = got.read;
+  auto const& w = want.read;
+  EXPECT_EQ(g.filtered.points_in, w.filtered.points_in);
+  EXPECT_EQ(g.filtered.by_class, w.filtered.by_class);
+  EXPECT_EQ(g.filtered.withheld, w.filtered.withheld);
+  EXPECT_EQ(g.filtered.by_return, w.filtered.by_return);
+  EXPECT_EQ(g.filtered.by_z, w.filtered.by_z);
+  EXPECT_EQ(g.filtered.non_finite, w.filtered.non_finite);
+  EXPECT_EQ(g.extent.xmin, w.extent.xmin);
+  EXPECT_EQ(g.extent.xmax, w.extent.xmax);
+  EXPECT_EQ(g.extent.ymin, w.extent.ymin);
+  EXPECT_EQ(g.extent.ymax, w.extent.ymax);
+  EXPECT_EQ(g.z_min, w.z_min);
+  EXPECT_EQ(g.z_max, w.z_max);
+  ASSERT_EQ(got.source_extents.size(), want.source_extents.size());
+  for (std::size_t i = 0; i < got.source_extents.size(); ++i) {
+    EXPECT_EQ(got.source_extents[i].xmin, want.source_extents[i].xmin) << "source " << i;
+    EXPECT_EQ(got.source_extents[i].ymax, want.source_extents[i].ymax) << "source " << i;
+  }
+  EXPECT_EQ(got.binned, want.binned);
+  EXPECT_EQ(got.outside, want.outside);
+}
+
+TEST(GridJob, LazRecordsBinnedOnTheDeviceGridAsOnTheCpu)
+{
+  // The GPU route with range/min/max/count: the decoder's records are binned where they are
+  // (never downloaded); the grid reports what the filters removed and the points' bounds, source by
+  // source. Without a GPU every chunk goes back to the readers and the CPU bins (auto).
+  metric_request r = extremes();
+  r.count = true;
+  r.range = true;
+  // Each starts from keep_all(): GCC 12 warns (maybe-uninitialized, a false positive) about
+  // filter_options' default constructor inlined several times into one function.
+  filter_options defaults = filter_options::keep_all();  // what filter_options{} drops
+  defaults.drop_classes = {7, 18};
+  defaults.drop_withheld = true;
+  filter_options first = defaults;
+  first.returns = return_filter::first;
+  filter_options classes = filter_options::keep_all();
+  classes.classes = {1, 2};
+  std::vector<std::vector<std::string>> jobs;
+  for (auto const& f : layered_files()) { jobs.push_back({f}); }
+  jobs.push_back(layered_files());
+  // Waves of 3 chunks (several folds, each of a few runs), two slots of 3000 bytes (groups of a
+  // chunk or two that wait for their slot; chunks over 166 points stay with the readers).
+  laz_gpu_limits small;
+  small.wave_chunks = 3;
+  small.ring_slots = 2;
+  small.slot_bytes = 3000;
+  for (auto const& paths : jobs) {
+    for (auto const& filter : {defaults, first, classes}) {
+      for (auto const& limits : {laz_gpu_limits{}, small}) {
+        for (device_choice device : {device_choice::automatic, device_choice::gpu}) {
+          if (device == device_choice::gpu && !gpu_available()) { continue; }
+          SCOPED_TRACE(paths.front() + " (" + std::to_string(paths.size()) + " files)" +
+                       (limits.wave_chunks != 0 ? ", small waves" : "") +
+                       (device == device_choice::gpu ? ", --device gpu" : ", auto"));
+          auto o = job_options(r, paths.size() > 1 ? 1000.0 : 0.5, device_choice::cpu, 4);
+          o.filter = filter;
+          auto const cpu_sources = open_all(paths, 1000);
+          memory_output cpu;
+          grid_job_report want;
+          try {
+            want = run_grid_job(cpu_sources, o, cpu);
+          } catch (error const& e) {
+            // Every point filtered out: the device route must say the same.
+            o.device = device;
+            o.laz_decoder = laz_decoder_choice::gpu;
+            auto const gpu_sources = open_all(paths, 1000);
+            memory_output gpu;
+            try {
+              (void)run_grid_job(gpu_sources, o, gpu);
+              ADD_FAILURE() << "no error; the CPU said: " << e.what();
+            } catch (error const& g) {
+              EXPECT_STREQ(g.what(), e.what());
+            }
+            continue;
+          }
+          o.device = device;
+          o.laz_decoder = laz_decoder_choice::gpu;
+          o.laz_gpu_sizes = limits;
+          auto const gpu_sources = open_all(paths, 1000);
+          memory_output gpu;
+          auto const got = run_grid_job(gpu_sources, o, gpu);
+          ASSERT_TRUE(got.laz_gpu);
+          expect_bands(gpu.bands, cpu.bands, r);
+          expect_same_read(got, want);
+          auto const& l = got.laz_gpu_stats;
+          if (gpu_available()) {
+            EXPECT_TRUE(l.failure.empty()) << l.failure;
+            EXPECT_EQ(got.laz_binned_on_gpu, l.chunks > l.skipped) << "unless every chunk is over a small slot";
+            EXPECT_EQ(l.folded_chunks + l.skipped, l.chunks);
+            EXPECT_EQ(l.gpu_chunks, 0U) << "no records came down";
+            if (limits.wave_chunks != 0 && l.chunks > l.skipped + 3) { EXPECT_GT(l.waves, 1U); }
+          } else {
+            EXPECT_FALSE(got.laz_binned_on_gpu);
+            EXPECT_EQ(l.folded_chunks, 0U);
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST(GridJob, ALazChunkTheGpuRejectsIsNamedByTheCpuDecoder)
 {
   // Layer sizes of the second chunk overwritten: the GPU decoder rejects the chunk, the CPU decoder
@@ -126,8 +232,8 @@ TEST(GridJob, ALazChunkTheGpuRejectsIsNamedByTheCpuDecoder)
     std::string const junk(36, '\xFF');  // every point14 layer size 0xFFFFFFFF: past the chunk
     f.write(junk.data(), static_cast<std::streamsize>(junk.size()));
   }
-  auto const message = [&](laz_decoder_choice choice) {
-    auto o = job_options(extremes(), 0.5, device_choice::cpu, 2);
+  auto const message = [&](laz_decoder_choice choice, device_choice device = device_choice::cpu) {
+    auto o = job_options(extremes(), 0.5, device, 2);
     o.laz_decoder = choice;
     auto const sources = open_all({bad.string()}, 5);
     memory_output out;
@@ -143,6 +249,8 @@ TEST(GridJob, ALazChunkTheGpuRejectsIsNamedByTheCpuDecoder)
   std::string const cpu = message(laz_decoder_choice::cpu);
   EXPECT_NE(cpu.find("bad.laz: chunk 0"), std::string::npos) << cpu;
   EXPECT_EQ(message(laz_decoder_choice::gpu), cpu);
+  EXPECT_EQ(message(laz_decoder_choice::gpu, device_choice::automatic), cpu) << "records binned on the device";
+  if (gpu_available()) { EXPECT_EQ(message(laz_decoder_choice::gpu, device_choice::gpu), cpu); }
   std::filesystem::remove_all(dir);
 }
 

@@ -3,7 +3,11 @@
 // (app/pipeline/laz_gpu_stage.cpp), which decodes thousands of chunks at once while a CPU core
 // decodes one. A LAZ part source whose chunks qualify registers them before the job reads
 // (part_source::offload_chunks), then takes each chunk's records from here instead of decoding it.
+// Where the job bins on the GPU, the decoded records need not come back at all: they are binned on
+// the device (binned()).
 // Host-only; the interface lives in core so that io (the sources) and app (the stage) meet here.
+
+#include "heightgrid/core/point_batch.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -18,10 +22,14 @@ class bulk_chunk_decoder {
   /// intensity as 0, returns, flags, classification, user data as 0).
   static constexpr std::size_t record_bytes = 18;
 
-  /// A file's layered record: the raw first point's length and the layer sizes a chunk lists.
+  /// A file's layered record: the raw first point's length and the layer sizes a chunk lists; the
+  /// rule from its stored integers to coordinates, and whether the job grids its Z (then the
+  /// records can be binned where they are decoded: binned()).
   struct file_format {
     std::uint32_t record_length{0};
     std::uint32_t layer_count{0};
+    scaled_coords transform;
+    bool grids_z{false};
   };
   /// A chunk as the file's chunk table gives it.
   struct chunk {
@@ -46,6 +54,16 @@ class bulk_chunk_decoder {
   [[nodiscard]] virtual std::uint8_t const* records(std::size_t index) = 0;
   /// The caller is done with chunk `index`'s records.
   virtual void release(std::size_t index) noexcept = 0;
+
+  /// Waits for chunk `index` and returns true when its points were binned where they were decoded
+  /// (the GPU's grid: filtered there, their filter counts and bounds reported by the grid, so the
+  /// caller only counts the chunk's points as read); false when the caller goes on with records()
+  /// as usual. Each call must be paired with release(index) (one release for both calls).
+  [[nodiscard]] virtual bool binned(std::size_t index)
+  {
+    (void)index;
+    return false;
+  }
 };
 
 }  // namespace heightgrid
