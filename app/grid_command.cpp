@@ -34,6 +34,17 @@ std::string mode_list()
   return list + std::string(auto_mode_name);
 }
 
+/// --copc-level N: a level 0-31 (auto is handled by the caller).
+int parse_copc_level(std::string const& text)
+{
+  bool const digits = !text.empty() && text.size() <= 2 &&
+                      std::all_of(text.begin(), text.end(), [](unsigned char c) { return std::isdigit(c) != 0; });
+  int const level = digits ? std::stoi(text) : -1;
+  HG_EXPECTS(level >= 0 && level <= 31, error_kind::usage,
+             "--copc-level: '" + text + "' is not auto or a level from 0 to 31");
+  return level;
+}
+
 float parse_nodata(std::string const& text)
 {
   std::string lower = text;
@@ -187,6 +198,15 @@ void report_stages(grid_job_report const& r, double input_bytes, double open_s, 
   } else if (!r.laz_gpu_note.empty()) {
     spdlog::debug("LAZ on the GPU: {}", r.laz_gpu_note);
   }
+  if (r.copc.sources > 0) {
+    auto const& c = r.copc;
+    spdlog::debug("COPC: {} of {} nodes read (levels 0-{} of 0-{}), {} of {} points, {} of {} of their chunks "
+                  "({:.1f} %)",
+                  with_commas(c.nodes_read), with_commas(c.nodes), c.deepest_read, c.deepest,
+                  with_commas(c.points_read), with_commas(c.points), human_bytes(static_cast<double>(c.bytes_read)),
+                  human_bytes(static_cast<double>(c.bytes)),
+                  c.bytes > 0 ? 100.0 * static_cast<double>(c.bytes_read) / static_cast<double>(c.bytes) : 0.0);
+  }
   spdlog::debug("finalize {}, write {}, total {}", human_seconds(r.finalize_s), human_seconds(write_s),
                 human_seconds(total_s));
   // The bound: the largest of the workers' reading, their CPU binning, the copies, the writing.
@@ -247,6 +267,10 @@ CLI::App* add_grid_command(CLI::App& app, grid_options& o)
                   "GPU: the readers only copy records into page-locked memory) or cpu (the readers decode and "
                   "filter, 12 bytes a point travel)")
     ->default_val("auto");
+  cmd->add_option("--copc-level", o.copc_level,
+                  "COPC inputs: read octree levels 0..N only, or auto: down to the first level whose point spacing "
+                  "(the info VLR's spacing / 2^level) is at most the cell size (default: every level, the exact "
+                  "result). With -te or tiles only the nodes that meet the grid are read either way");
   add_input_options(*cmd, o.in);
   auto* tiles = cmd->add_option_group("Tiled output", "Cut the grid into tiles, each its own GeoTIFF, with a VRT over them");
   tiles->add_option("--tile-size", o.tile_size,
@@ -319,6 +343,11 @@ int run_grid(grid_options const& o)
              "--las-decoder: '" + o.las_decoder + "' is not auto or cpu");
   job.las_decoder = o.las_decoder == "cpu" ? las_decoder_choice::cpu : las_decoder_choice::automatic;
   if (!o.read_ahead.empty()) { job.read_ahead = o.read_ahead == "0" ? 0 : parse_memory(o.read_ahead, "--read-ahead"); }
+  if (o.copc_level == "auto") {
+    job.copc_level_auto = true;
+  } else if (!o.copc_level.empty()) {
+    job.copc_level = parse_copc_level(o.copc_level);
+  }
   job.progress = o.run.progress || stderr_is_terminal();
   job.progress_terminal = stderr_is_terminal();
   std::string assigned_crs;

@@ -23,6 +23,7 @@
 #include <cstdio>
 #include <algorithm>
 #include <filesystem>
+#include <optional>
 #include <map>
 #include <vector>
 
@@ -122,6 +123,21 @@ void print_las_header(io::las_header_info const& h)
   }
   say("  CRS record: %s\n", h.crs_source.c_str());
   if (!h.vertical_units.empty()) { say("  vertical units: %s\n", h.vertical_units.c_str()); }
+  std::optional<io::copc_summary> copc;
+  try {
+    copc = io::read_copc_summary(h.path);
+  } catch (error const& e) {
+    say("  COPC: unusable, the file reads as plain LAZ: %s\n", e.what());
+  }
+  if (copc) {
+    say("  COPC: root cube centre (%.3f, %.3f, %.3f), half side %.3f; root spacing %.6g (--copc-level auto reads "
+        "down to the first level whose spacing is at most the cell)\n",
+        copc->center[0], copc->center[1], copc->center[2], copc->halfsize, copc->spacing);
+    for (auto const& l : copc->levels) {
+      say("    level %d: spacing %.6g, %s nodes, %s points, %s bytes\n", l.depth, l.spacing,
+          with_commas(l.nodes).c_str(), with_commas(l.points).c_str(), with_commas(l.bytes).c_str());
+    }
+  }
 }
 
 }  // namespace

@@ -103,6 +103,7 @@ class grid_job {
   {
     job_start_ = clock_type::now();
     progress_ = std::make_unique<progress_display>(o_.progress, o_.progress_terminal, 0);
+    restrict_sources();
     choose_route();
     // The sources stop taking records from the LAZ stage when the job ends, however it ends.
     struct take_back {
@@ -139,6 +140,29 @@ class grid_job {
   }
 
  private:
+  // ---- what to read ---------------------------------------------------------------------------
+
+  /// Sources with a hierarchy (COPC) read only the nodes the fixed grid (-te, a tile) meets and the
+  /// levels --copc-level asks for.
+  void restrict_sources()
+  {
+    read_region region;
+    if (o_.fixed_grid) {
+      grid_spec const& g = *o_.fixed_grid;  // a tile: a window (col0, row0) of a larger grid
+      bounds b;
+      b.xmin = g.x0 + g.xres * g.col0;
+      b.xmax = g.x0 + g.xres * (static_cast<double>(g.col0) + g.cols);
+      b.ymax = g.y0 - g.yres * g.row0;
+      b.ymin = g.y0 - g.yres * (static_cast<double>(g.row0) + g.rows);
+      region.window = b;
+    }
+    region.max_level = o_.copc_level;
+    if (o_.copc_level_auto) { region.auto_level_cell = std::min(o_.xres, o_.yres); }
+    if (!region.window && !region.max_level && region.auto_level_cell <= 0.0) { return; }
+    for (auto* s : all_) { report_.copc.add(s->restrict_to(region)); }
+    levels_cut_ = report_.copc.deepest_read < report_.copc.deepest;
+  }
+
   // ---- route ---------------------------------------------------------------------------------
 
   std::uint64_t known_points() const
@@ -497,8 +521,11 @@ class grid_job {
         }
         if (speculative_) {
           grid_spec const actual = grid_from_bounds(kept, o_.xres, o_.yres, false, o_.edge);
-          bool const fits = pass_outside_ == 0 && same_origin(actual, grid_) && actual.cols <= grid_.cols &&
-                            actual.rows <= grid_.rows;
+          // Coarser COPC levels than the file has: their points need not reach the header's
+          // bounds, whose grid (the whole file's) the output keeps when it holds them all.
+          bool const fits = pass_outside_ == 0 && (levels_cut_ || (same_origin(actual, grid_) &&
+                                                                   actual.cols <= grid_.cols &&
+                                                                   actual.rows <= grid_.rows));
           note_lying_headers();
           if (!fits) {
             report_.warnings.push_back(
@@ -508,7 +535,7 @@ class grid_job {
             speculative_ = false;
             return false;
           }
-          out_grid = actual;  // the same origin: the guessed grid cropped at the right and bottom
+          if (!levels_cut_) { out_grid = actual; }  // the same origin: the guessed grid cropped at the right and bottom
         }
         report_.grid = out_grid;
         output_.begin(out_grid, max_count_bound(todo.empty() ? 1 : 2));
@@ -791,6 +818,7 @@ class grid_job {
   grid_spec grid_{};
   bool speculative_{false};
   bool no_points_{false};
+  bool levels_cut_{false};  ///< COPC inputs read above their deepest level (restrict_sources)
   bool gpu_used_{false};
   bool fell_back_{false};
   std::unique_ptr<host_grid> host_;

@@ -108,6 +108,10 @@ struct grid_job_options {
   laz_decoder_choice laz_decoder{laz_decoder_choice::automatic};
   las_decoder_choice las_decoder{las_decoder_choice::automatic};
   laz_gpu_limits laz_gpu_sizes;  ///< the GPU LAZ stage's waves and ring (tests make them small)
+  /// --copc-level: read COPC octree levels 0..N only (unset: every level, the exact result);
+  /// `copc_level_auto`: down to the first level whose point spacing is at most the cell.
+  std::optional<int> copc_level;
+  bool copc_level_auto{false};
   bool progress{false};
   bool progress_terminal{false};
 };
@@ -158,6 +162,7 @@ struct grid_job_report {
   std::string laz_gpu_note;         ///< why LAZ chunks were (not) decoded on the GPU
   double finalize_s{0.0};     ///< finalize + download of the row windows (the output's time excluded)
   std::uint64_t bytes_read{0};
+  region_report copc;  ///< what the COPC inputs' windows and levels kept (restrict_to)
   std::vector<std::string> warnings;
 };
 

@@ -9,6 +9,7 @@
 #include "las_dimension.hpp"
 #include "las_internal.hpp"
 #include "las_layout.hpp"
+#include "laz/copc.hpp"
 #include "laz/laz_source.hpp"
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -431,21 +433,102 @@ std::vector<chunk_run> group_chunks(std::vector<laz::chunk_entry> const& chunks,
   return runs;
 }
 
+/// A COPC file's octree, chunk by chunk (copc.hpp).
+struct copc_layout {
+  laz::copc_info info;
+  std::vector<std::optional<laz::copc_node>> node_of_chunk;  ///< the node whose chunk it is, if any
+};
+
+/// The node of each chunk of a COPC file (by offset), or nothing when the file is not COPC. Throws
+/// error_kind::input for an info VLR or hierarchy that is malformed or names chunks the chunk
+/// table does not have.
+std::optional<copc_layout> copc_layout_of(detail::opened_las const& opened, std::vector<laz::chunk_entry> const& chunks)
+{
+  las_file const& file = opened.file;
+  laz::file_reader const read = [&file](std::uint64_t offset, std::size_t count, std::uint8_t* bytes) {
+    file.read_exact(offset, count, bytes);
+  };
+  std::optional<laz::copc_info> info = laz::read_copc_info(opened.header, read);
+  if (!info) { return std::nullopt; }
+  copc_layout layout{*info, std::vector<std::optional<laz::copc_node>>(chunks.size())};
+  std::vector<laz::copc_node> const nodes = laz::read_copc_hierarchy(opened.header, *info, read);
+  std::unordered_map<std::uint64_t, std::size_t> chunk_at;
+  for (std::size_t i = 0; i < chunks.size(); ++i) { chunk_at.emplace(chunks[i].offset, i); }
+  for (auto const& n : nodes) {
+    auto const it = chunk_at.find(n.offset);
+    if (it == chunk_at.end() || chunks[it->second].points != n.points) {
+      throw error(error_kind::input, opened.header.path + ": COPC: node " + std::to_string(n.level) + "-" +
+                                       std::to_string(n.x) + "-" + std::to_string(n.y) + "-" + std::to_string(n.z) +
+                                       " (" + std::to_string(n.points) + " points at byte " + std::to_string(n.offset) +
+                                       ") is no chunk of the LAZ chunk table");
+    }
+    layout.node_of_chunk[it->second] = n;
+  }
+  return layout;
+}
+
 /// LAZ with a usable chunk table: part k is run k of whole chunks, decoded by the reading thread.
+/// A COPC file's chunks are its octree's nodes: restrict_to keeps those a window or a level needs.
 class laz_chunk_parts final : public las_parts_base {
  public:
   laz_chunk_parts(detail::opened_las opened, std::size_t part_points, std::string const& dimension,
-                  laz::laz_file_layout where, laz::laz_vlr_info vlr, std::vector<laz::chunk_entry> chunks)
+                  laz::laz_file_layout where, laz::laz_vlr_info vlr, std::vector<laz::chunk_entry> chunks,
+                  std::optional<copc_layout> copc = std::nullopt)
     : las_parts_base(std::move(opened), part_points, dimension),
       where_(std::move(where)),
       vlr_(std::move(vlr)),
       fields_(laz_fields(vlr_)),
-      chunks_(std::move(chunks)),
-      runs_(group_chunks(chunks_, part_points))
+      all_chunks_(std::move(chunks)),
+      copc_(std::move(copc))
   {
-    max_points_ = part_points_;
-    for (auto const& r : runs_) { max_points_ = std::max(max_points_, r.points); }
-    for (auto const& c : chunks_) { largest_chunk_ = std::max(largest_chunk_, static_cast<std::size_t>(c.points)); }
+    use_chunks(all_chunks_);
+  }
+
+  /// A warning for the job's log (source_info::notes).
+  void add_note(std::string note) { info_.notes.push_back(std::move(note)); }
+
+  region_report restrict_to(read_region const& region) override
+  {
+    if (!copc_) { return {}; }
+    HG_EXPECTS(bulk_ == nullptr, error_kind::internal, info_.path + ": restricted after its chunks were offloaded");
+    region_report r;
+    r.sources = 1;
+    for (auto const& n : copc_->node_of_chunk) {
+      if (n) { r.deepest = std::max(r.deepest, static_cast<int>(n->level)); }
+    }
+    int const max_level = region.auto_level_cell > 0.0
+                            ? laz::copc_auto_level(copc_->info, region.auto_level_cell, std::max(r.deepest, 0))
+                            : region.max_level.value_or(std::numeric_limits<int>::max());
+    // A node is read when its cube, widened by a millionth of its side and half a stored unit
+    // (points on a face, rounding), meets the window.
+    double const unit = 0.5 * std::max(std::abs(header_transform_.scale[0]), std::abs(header_transform_.scale[1]));
+    std::vector<laz::chunk_entry> kept;
+    for (std::size_t i = 0; i < all_chunks_.size(); ++i) {
+      auto const& c = all_chunks_[i];
+      auto const& n = copc_->node_of_chunk[i];
+      bool keep = c.points > 0;  // a chunk no node names is read (its points are somewhere)
+      if (n) {
+        r.nodes += 1;
+        r.points += c.points;
+        r.bytes += c.bytes;
+        keep = n->level <= max_level;
+        if (keep && region.window) {
+          bounds const b = laz::copc_node_bounds(copc_->info, *n);
+          double const pad = (b.xmax - b.xmin) * 1e-6 + unit;
+          keep = b.xmin - pad <= region.window->xmax && b.xmax + pad >= region.window->xmin &&
+                 b.ymin - pad <= region.window->ymax && b.ymax + pad >= region.window->ymin;
+        }
+        if (keep) {
+          r.nodes_read += 1;
+          r.points_read += c.points;
+          r.bytes_read += c.bytes;
+          r.deepest_read = std::max(r.deepest_read, static_cast<int>(n->level));
+        }
+      }
+      if (keep) { kept.push_back(c); }
+    }
+    use_chunks(std::move(kept));
+    return r;
   }
 
   [[nodiscard]] std::optional<std::uint64_t> part_count() const override { return runs_.size(); }
@@ -543,10 +626,28 @@ class laz_chunk_parts final : public las_parts_base {
   }
 
  private:
+  /// Reads `chunks` (all of the file's, or those restrict_to kept) from now on.
+  void use_chunks(std::vector<laz::chunk_entry> chunks)
+  {
+    chunks_ = std::move(chunks);
+    runs_ = group_chunks(chunks_, part_points_);
+    max_points_ = part_points_;
+    for (auto const& r : runs_) { max_points_ = std::max(max_points_, r.points); }
+    largest_chunk_ = 0;
+    std::uint64_t points = 0;
+    for (auto const& c : chunks_) {
+      largest_chunk_ = std::max(largest_chunk_, static_cast<std::size_t>(c.points));
+      points += c.points;
+    }
+    if (copc_) { info_.point_count = points; }
+  }
+
   laz::laz_file_layout where_;
   laz::laz_vlr_info vlr_;
   laz::field_selection fields_;
-  std::vector<laz::chunk_entry> chunks_;
+  std::vector<laz::chunk_entry> all_chunks_;
+  std::optional<copc_layout> copc_;
+  std::vector<laz::chunk_entry> chunks_;  ///< the chunks read
   std::vector<chunk_run> runs_;
   std::size_t max_points_{0};
   std::size_t largest_chunk_{0};
@@ -654,8 +755,20 @@ std::unique_ptr<part_source> open_las_parts(std::string const& path, std::size_t
   if (map.chunks.empty()) {
     return std::make_unique<laz_sequential_parts>(std::move(opened), part_points, dimension, std::move(vlr));
   }
-  return std::make_unique<laz_chunk_parts>(std::move(opened), part_points, dimension, std::move(where),
-                                           std::move(vlr), std::move(map.chunks));
+  // A COPC hierarchy only saves reading: one that cannot be used leaves a LAZ file whose chunk
+  // table still gives every point (read whole, with a warning), as readers without COPC read it.
+  std::optional<copc_layout> copc;
+  std::string copc_problem;
+  try {
+    copc = copc_layout_of(opened, map.chunks);
+  } catch (error const& e) {
+    if (e.kind() != error_kind::input) { throw; }
+    copc_problem = std::string(e.what()) + "; the file is read whole, as plain LAZ";
+  }
+  auto parts = std::make_unique<laz_chunk_parts>(std::move(opened), part_points, dimension, std::move(where),
+                                                 std::move(vlr), std::move(map.chunks), std::move(copc));
+  if (!copc_problem.empty()) { parts->add_note(std::move(copc_problem)); }
+  return parts;
 }
 
 }  // namespace heightgrid::io

@@ -97,6 +97,37 @@ void decode_las_records(point_batch const& raw, filter_rules const& rules, point
 ///    may be read by several threads at once, in any order;
 ///  - sequential (text, GDAL rasters and vectors, LAZ files without a chunk table): parts must be
 ///    read in order 0, 1, 2, ... by one thread at a time, until a part reports `last`.
+/// What a job reads of a source that can skip parts by place or by detail (COPC: the nodes of its
+/// octree, each a chunk): part_source::restrict_to.
+struct read_region {
+  std::optional<bounds> window;  ///< only what can hold points in these x/y bounds (edges included)
+  std::optional<int> max_level;  ///< only octree levels 0..max_level (coarser levels: fewer points)
+  double auto_level_cell{0.0};   ///< > 0: max_level from this cell size (--copc-level auto)
+};
+
+/// What restrict_to() kept of a source with a hierarchy (all zero for other sources).
+struct region_report {
+  std::uint64_t sources{0};  ///< sources with a hierarchy (COPC files)
+  std::uint64_t nodes{0}, nodes_read{0};
+  std::uint64_t points{0}, points_read{0};
+  std::uint64_t bytes{0}, bytes_read{0};  ///< of the nodes' chunks
+  int deepest{-1};                        ///< the deepest level with points
+  int deepest_read{-1};                   ///< the deepest level read
+
+  void add(region_report const& o) noexcept
+  {
+    sources += o.sources;
+    nodes += o.nodes;
+    nodes_read += o.nodes_read;
+    points += o.points;
+    points_read += o.points_read;
+    bytes += o.bytes;
+    bytes_read += o.bytes_read;
+    deepest = o.deepest > deepest ? o.deepest : deepest;
+    deepest_read = o.deepest_read > deepest_read ? o.deepest_read : deepest_read;
+  }
+};
+
 /// A job may read a source several times (a bounds pass, then binning; one pass per band of a large
 /// grid): concurrent sources read any part again; a sequential source starts over when asked for
 /// part 0 again.
@@ -161,6 +192,17 @@ class part_source {
   [[nodiscard]] virtual part_result result_of_records(las_record_stats const& stats) const
   {
     (void)stats;
+    return {};
+  }
+
+  /// Reads from now on only the parts that `region` needs (COPC: the octree nodes whose cube meets
+  /// region.window, of levels up to region.max_level), replacing any earlier restriction, and says
+  /// what that kept. Sources without a hierarchy read everything and return an empty report. Points
+  /// outside the window may still be read (a node reaching into it is read whole). info().point_count
+  /// becomes the points kept. Call before the first read_part and before offload_chunks.
+  virtual region_report restrict_to(read_region const& region)
+  {
+    (void)region;
     return {};
   }
 

@@ -131,6 +131,24 @@ class las_byte_reader {
 /// Opens `path`, parses its header and interprets its CRS. Works on LAZ files too.
 [[nodiscard]] las_header_info read_las_header(std::string const& path);
 
+/// A COPC file's octree as `info` shows it: the root cube, the root's point spacing, and per level
+/// with points its nodes, points and chunk bytes.
+struct copc_summary {
+  double center[3]{0.0, 0.0, 0.0};
+  double halfsize{0.0};
+  double spacing{0.0};
+  struct level {
+    int depth{0};
+    double spacing{0.0};  ///< the root's / 2^depth
+    std::uint64_t nodes{0}, points{0}, bytes{0};
+  };
+  std::vector<level> levels;  ///< increasing depth, levels with points only
+};
+
+/// The octree of a COPC file (its `copc` info VLR and hierarchy), or nothing when `path` is not a
+/// COPC file. Throws error_kind::input naming the file for a malformed info VLR or hierarchy.
+[[nodiscard]] std::optional<copc_summary> read_copc_summary(std::string const& path);
+
 /// A point_source over a LAS or LAZ file. Every record is delivered (no filtering), in file
 /// order, with x/y/z = integer * scale + offset in double and classification, return_number,
 /// number_of_returns and flags (point_flag bits) filled. LAZ chunks are decoded on
