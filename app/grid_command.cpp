@@ -11,6 +11,7 @@
 #include "heightgrid/io/crs.hpp"
 #include "heightgrid/io/geotiff_writer.hpp"
 #include "heightgrid/io/preview.hpp"
+#include "heightgrid/io/remote.hpp"
 #include "heightgrid/kernels/gpu_binner.hpp"
 #include "heightgrid/kernels/reduce_mode.hpp"
 
@@ -197,6 +198,10 @@ void report_stages(grid_job_report const& r, double input_bytes, double open_s, 
                   human_seconds(l.close_s), l.failure.empty() ? std::string() : "; the rest on the CPU: " + l.failure);
   } else if (!r.laz_gpu_note.empty()) {
     spdlog::debug("LAZ on the GPU: {}", r.laz_gpu_note);
+  }
+  if (std::uint64_t const remote = io::remote_bytes_requested(); remote > 0) {
+    spdlog::debug("remote inputs: {} asked of GDAL's VSI layer (it fetches whole blocks of its cache)",
+                  human_bytes(static_cast<double>(remote)));
   }
   if (r.copc.sources > 0) {
     auto const& c = r.copc;

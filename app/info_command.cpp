@@ -12,6 +12,7 @@
 #include "heightgrid/core/host_grid.hpp"
 #include "heightgrid/io/crs.hpp"
 #include "heightgrid/io/las_reader.hpp"
+#include "heightgrid/io/remote.hpp"
 
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -123,6 +124,10 @@ void print_las_header(io::las_header_info const& h)
   }
   say("  CRS record: %s\n", h.crs_source.c_str());
   if (!h.vertical_units.empty()) { say("  vertical units: %s\n", h.vertical_units.c_str()); }
+  if (io::is_remote(h.path)) {
+    say("  remote: read through GDAL (%s), %s bytes asked of it so far\n", io::remote_path(h.path)->c_str(),
+        with_commas(io::remote_bytes_requested()).c_str());
+  }
   std::optional<io::copc_summary> copc;
   try {
     copc = io::read_copc_summary(h.path);

@@ -4,6 +4,7 @@
 #include "heightgrid/core/quote.hpp"
 #include "heightgrid/io/las_reader.hpp"
 #include "heightgrid/io/raster_source.hpp"
+#include "heightgrid/io/remote.hpp"
 #include "heightgrid/io/text_source.hpp"
 #include "heightgrid/io/vector_source.hpp"
 
@@ -151,6 +152,10 @@ std::vector<std::string> expand_inputs(std::vector<std::string> const& args)
   std::vector<std::string> out;
   for (auto const& arg : args) {
     std::error_code ec;
+    if (io::is_remote(arg)) {
+      out.push_back(arg);  // a URL or GDAL path: no listing, no glob; opening it says whether it is there
+      continue;
+    }
     if (fs::is_directory(arg, ec)) {
       std::vector<std::string> found;
       for (auto const& entry : fs::directory_iterator(arg, ec)) {
@@ -175,12 +180,30 @@ std::vector<std::string> expand_inputs(std::vector<std::string> const& args)
       throw error(error_kind::input, arg + ": no such file or directory");
     }
   }
-  for (auto const& p : out) { check_regular_file(p); }
+  for (auto const& p : out) {
+    if (!io::is_remote(p)) { check_regular_file(p); }
+  }
   return without_repeats(out);
 }
 
 input_format resolve_input_format(std::string const& path, input_format requested)
 {
+  if (io::is_remote(path)) {
+    // Read through GDAL's VSI layer: LAS/LAZ (COPC) by their extension, anything else GDAL opens
+    // by its /vsi path (rasters, vectors).
+    std::string const ext = io::remote_extension(path);
+    if (requested == input_format::las || (requested == input_format::automatic && (ext == ".las" || ext == ".laz"))) {
+      return input_format::las;
+    }
+    HG_EXPECTS(requested != input_format::text, error_kind::usage,
+               path + ": text inputs are read from local files only");
+    if (requested != input_format::automatic) { return requested; }
+    std::string why;
+    auto const format = probe_gdal(*io::remote_path(path), why);
+    HG_EXPECTS(format != input_format::automatic, error_kind::input,
+               path + ": not a LAS/LAZ URL (.las, .laz) and GDAL cannot open it as a raster or vector: " + why);
+    return format;
+  }
   std::error_code ec;
   HG_EXPECTS(!fs::is_directory(path, ec), error_kind::input, path + ": is a directory");
   check_regular_file(path);

@@ -5,6 +5,8 @@
 #include "heightgrid/io/las_reader.hpp"
 
 #include "heightgrid/core/error.hpp"
+#include "heightgrid/io/gdal_env.hpp"
+#include "heightgrid/io/remote.hpp"
 #include "las_internal.hpp"
 #include "las_layout.hpp"
 #include "laz/laz_arith.hpp"
@@ -22,9 +24,13 @@
 #include <cstring>
 #include <iomanip>
 #include <limits>
+#include <mutex>
 #include <sstream>
 #include <system_error>
 #include <utility>
+#include <vector>
+
+#include <cpl_vsi.h>
 
 namespace heightgrid::io {
 namespace {
@@ -560,8 +566,39 @@ las_header_info read_las_header(std::string const& path)
 
 namespace detail {
 
+namespace {
+std::atomic<std::uint64_t> remote_bytes{0};  ///< remote_bytes_requested()
+}  // namespace
+
+/// Free VSI handles of a remote file, reused by later reads (a handle is used by one thread at a time).
+struct las_file::vsi_handles {
+  std::mutex mutex;
+  std::vector<VSILFILE*> free;
+  ~vsi_handles()
+  {
+    for (auto* h : free) { VSIFCloseL(h); }
+  }
+};
+
 las_file::las_file(std::string path) : path_(std::move(path))
 {
+  if (auto const remote = remote_path(path_)) {
+    vsi_path_ = *remote;
+    VSIStatBufL st{};
+    if (VSIStatExL(vsi_path_.c_str(), &st, VSI_STAT_EXISTS_FLAG | VSI_STAT_NATURE_FLAG | VSI_STAT_SIZE_FLAG) != 0) {
+      throw error(error_kind::input, path_ + ": cannot open through GDAL (" + vsi_path_ +
+                                       "): not found or not reachable (" + gdal_last_error() + ")");
+    }
+    if (VSI_ISDIR(st.st_mode)) { throw error(error_kind::input, path_ + ": is a directory, not a file"); }
+    size_ = static_cast<std::uint64_t>(st.st_size);
+    vsi_ = std::make_unique<vsi_handles>();
+    VSILFILE* const h = VSIFOpenL(vsi_path_.c_str(), "rb");
+    if (h == nullptr) {
+      throw error(error_kind::input, path_ + ": cannot open through GDAL (" + vsi_path_ + "): " + gdal_last_error());
+    }
+    vsi_->free.push_back(h);
+    return;
+  }
   fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd_ < 0) { throw error(error_kind::input, path_ + ": cannot open: " + system_message(errno)); }
   struct stat st {};
@@ -585,12 +622,46 @@ las_file::~las_file()
 }
 
 las_file::las_file(las_file&& other) noexcept
-  : path_(std::move(other.path_)), fd_(std::exchange(other.fd_, -1)), size_(other.size_)
+  : path_(std::move(other.path_)), fd_(std::exchange(other.fd_, -1)), size_(other.size_),
+    vsi_path_(std::move(other.vsi_path_)), vsi_(std::move(other.vsi_)), bytes_read_(other.bytes_read_.load())
 {
+}
+
+std::size_t las_file::read_remote(std::uint64_t offset, std::size_t count, std::uint8_t* out) const
+{
+  VSILFILE* h = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(vsi_->mutex);
+    if (!vsi_->free.empty()) {
+      h = vsi_->free.back();
+      vsi_->free.pop_back();
+    }
+  }
+  if (h == nullptr) { h = VSIFOpenL(vsi_path_.c_str(), "rb"); }
+  if (h == nullptr) {
+    throw error(error_kind::input, path_ + ": byte " + std::to_string(offset) +
+                                     ": cannot open through GDAL again: " + gdal_last_error());
+  }
+  std::size_t got = 0;
+  bool const sought = VSIFSeekL(h, static_cast<vsi_l_offset>(offset), SEEK_SET) == 0;
+  if (sought && count > 0) { got = VSIFReadL(out, 1, count, h); }
+  bool const failed = !sought || (got < count && offset + got < size_);
+  std::string const why = failed ? gdal_last_error() : std::string();
+  {
+    std::lock_guard<std::mutex> lock(vsi_->mutex);
+    vsi_->free.push_back(h);
+  }
+  if (failed) {
+    throw error(error_kind::input, path_ + ": byte " + std::to_string(offset + got) + ": read failed: " + why);
+  }
+  bytes_read_ += got;
+  remote_bytes += got;
+  return got;
 }
 
 std::size_t las_file::read_upto(std::uint64_t offset, std::size_t count, std::uint8_t* out) const
 {
+  if (vsi_ != nullptr) { return read_remote(offset, count, out); }
   std::size_t done = 0;
   while (done < count) {
     ssize_t const got = ::pread(fd_, out + done, count - done, static_cast<off_t>(offset + done));
@@ -602,6 +673,7 @@ std::size_t las_file::read_upto(std::uint64_t offset, std::size_t count, std::ui
     if (got == 0) { break; }
     done += static_cast<std::size_t>(got);
   }
+  bytes_read_ += done;
   return done;
 }
 
@@ -667,5 +739,7 @@ laz::laz_file_layout laz_layout_of(las_header_info const& h)
 }
 
 }  // namespace detail
+
+std::uint64_t remote_bytes_requested() noexcept { return detail::remote_bytes.load(); }
 
 }  // namespace heightgrid::io

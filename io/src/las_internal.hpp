@@ -7,8 +7,10 @@
 #include "laz/laz_source.hpp"
 #include "laz/laz_vlr.hpp"
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -16,7 +18,9 @@ namespace heightgrid::io::detail {
 
 /// A read-only file descriptor with positioned reads (no shared file position, no stdio
 /// buffering between the page cache and our block buffer), so that several threads may read
-/// through one descriptor at once.
+/// through one descriptor at once. A remote input (io/remote.hpp: a URL, s3://, /vsi...) is read
+/// through GDAL's VSI layer instead: a handle per concurrent reader (kept for reuse), each read a
+/// seek and a read, i.e. range requests for /vsicurl/.
 class las_file {
  public:
   /// Opens `path`; throws error_kind::input naming it when it cannot be opened or is not a file.
@@ -38,10 +42,19 @@ class las_file {
   /// how many. Throws error_kind::input when reading fails.
   std::size_t read_upto(std::uint64_t offset, std::size_t count, std::uint8_t* out) const;
 
+  /// Bytes read so far (remote inputs: what was asked of GDAL's VSI layer).
+  [[nodiscard]] std::uint64_t bytes_read() const noexcept { return bytes_read_.load(); }
+
  private:
+  std::size_t read_remote(std::uint64_t offset, std::size_t count, std::uint8_t* out) const;
+
   std::string path_;
   int fd_{-1};
   std::uint64_t size_{0};
+  std::string vsi_path_;  ///< remote inputs: the GDAL path; empty for local files
+  struct vsi_handles;
+  std::unique_ptr<vsi_handles> vsi_;
+  mutable std::atomic<std::uint64_t> bytes_read_{0};
 };
 
 /// A LAS or LAZ file opened and its header parsed and validated, its CRS interpreted; for LAZ

@@ -1,0 +1,155 @@
+// Remote inputs (issue #37): LAS, LAZ and COPC files served over HTTP by a small range-capable
+// server on 127.0.0.1 (range_server.py, started and stopped here; nothing leaves the machine) grid
+// to the same GeoTIFF as the local files, through GDAL's /vsicurl/; a COPC window fetches part of
+// the file; a missing URL is an input error naming it. Skips without python3.
+
+#include "cli_fixture.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+namespace fs = std::filesystem;
+
+namespace heightgrid::test {
+namespace {
+
+/// range_server.py serving `dir` until destroyed (its stdin closed).
+class range_server {
+ public:
+  explicit range_server(fs::path const& dir)
+  {
+    int to_child[2], from_child[2];
+    if (::pipe(to_child) != 0 || ::pipe(from_child) != 0) { return; }
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      ::dup2(to_child[0], 0);
+      ::dup2(from_child[1], 1);
+      ::close(to_child[1]);
+      ::close(from_child[0]);
+      ::execlp("python3", "python3", HEIGHTGRID_RANGE_SERVER, dir.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::close(to_child[0]);
+    ::close(from_child[1]);
+    stdin_ = to_child[1];
+    FILE* out = ::fdopen(from_child[0], "r");
+    char line[64] = {};
+    if (out != nullptr && std::fgets(line, sizeof line, out) != nullptr) { std::sscanf(line, "PORT %d", &port_); }
+    if (out != nullptr) { std::fclose(out); }
+  }
+  ~range_server()
+  {
+    if (stdin_ >= 0) { ::close(stdin_); }
+    if (pid_ > 0) { ::waitpid(pid_, nullptr, 0); }
+  }
+  range_server(range_server const&) = delete;
+  range_server& operator=(range_server const&) = delete;
+
+  [[nodiscard]] int port() const { return port_; }
+  [[nodiscard]] std::string url(std::string const& name) const
+  {
+    return "http://127.0.0.1:" + std::to_string(port_) + "/" + name;
+  }
+
+ private:
+  pid_t pid_{-1};
+  int stdin_{-1};
+  int port_{0};
+};
+
+std::string bytes_of(fs::path const& p)
+{
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+std::uint64_t served(fs::path const& dir)
+{
+  std::ifstream in(dir / ".served_bytes");
+  std::uint64_t n = 0;
+  in >> n;
+  return n;
+}
+
+class RemoteCli : public Cli {
+ protected:
+  void SetUp() override
+  {
+    Cli::SetUp();
+    if (std::system("python3 -c pass > /dev/null 2>&1") != 0) { GTEST_SKIP() << "no python3 for the test server"; }
+    www_ = out("www");
+    fs::create_directories(www_);
+    for (auto const* name : {"copc_octree_pdrf6.copc.laz", "lazrs_variable_chunks_pf6.laz", "layered_dims_pdrf8.las",
+                             "layered_dims_pdrf8.laz"}) {
+      fs::copy_file(data(name), www_ / name);
+    }
+    server_ = std::make_unique<range_server>(www_);
+    if (server_->port() == 0) { GTEST_SKIP() << "the test server did not start"; }
+  }
+  fs::path www_;
+  std::unique_ptr<range_server> server_;
+};
+
+TEST_F(RemoteCli, UrlsGridAsTheLocalFiles)
+{
+  std::string const common = " --res 1 --metrics range,min,max,count --device cpu -q";
+  for (auto const* name : {"copc_octree_pdrf6.copc.laz", "lazrs_variable_chunks_pf6.laz", "layered_dims_pdrf8.las",
+                           "layered_dims_pdrf8.laz"}) {
+    SCOPED_TRACE(name);
+    auto const local = run("grid " + (www_ / name).string() + " -o " + out("local.tif").string() + " --overwrite" + common);
+    ASSERT_EQ(local.code, 0) << local.output;
+    for (std::string const& spelling : {server_->url(name), "/vsicurl/" + server_->url(name)}) {
+      auto const remote = run("grid " + spelling + " -o " + out("remote.tif").string() + " --overwrite" + common);
+      ASSERT_EQ(remote.code, 0) << remote.output;
+      EXPECT_EQ(bytes_of(out("remote.tif")), bytes_of(out("local.tif"))) << spelling;
+    }
+  }
+  // A local file and a URL in one job.
+  auto const both = run("grid " + (www_ / "layered_dims_pdrf8.las").string() + " " +
+                        server_->url("lazrs_variable_chunks_pf6.laz") + " -o " + out("both.tif").string() + common);
+  EXPECT_EQ(both.code, 0) << both.output;
+}
+
+TEST_F(RemoteCli, ACopcWindowFetchesPartOfTheFile)
+{
+  auto const before = served(www_);
+  auto const r = run("grid " + server_->url("copc_octree_pdrf6.copc.laz") + " -o " + out("w.tif").string() +
+                     " -te 500045 4100045 500055 4100055 -tr 1 1 --device cpu -v");
+  ASSERT_EQ(r.code, 0) << r.output;
+  EXPECT_NE(r.output.find("remote inputs: "), std::string::npos) << r.output;
+  auto const fetched = served(www_) - before;
+  auto const size = fs::file_size(www_ / "copc_octree_pdrf6.copc.laz");
+  EXPECT_GT(fetched, 0U);
+  // The header, the chunk table and the hierarchy (117 KB of this small file) and 24 of 1,114
+  // nodes, in GDAL's 16 KiB blocks: well under the whole file.
+  EXPECT_LT(fetched, size * 6 / 10) << fetched << " of " << size << " bytes served";
+  auto const local = run("grid " + (www_ / "copc_octree_pdrf6.copc.laz").string() + " -o " + out("l.tif").string() +
+                         " -te 500045 4100045 500055 4100055 -tr 1 1 --device cpu -q");
+  ASSERT_EQ(local.code, 0) << local.output;
+  EXPECT_EQ(bytes_of(out("w.tif")), bytes_of(out("l.tif")));
+}
+
+TEST_F(RemoteCli, AMissingUrlIsAnInputErrorNamingIt)
+{
+  auto const url = server_->url("nowhere.laz");
+  auto const r = run("grid " + url + " -o " + out("x.tif").string() + " --res 1");
+  EXPECT_EQ(r.code, 3) << r.output;
+  EXPECT_NE(r.output.find("heightgrid: error: " + url + ": cannot open through GDAL"), std::string::npos) << r.output;
+  EXPECT_FALSE(fs::exists(out("x.tif")));
+  auto const info = run("info " + server_->url("layered_dims_pdrf8.laz"));
+  EXPECT_EQ(info.code, 0) << info.output;
+  EXPECT_NE(info.output.find("remote: read through GDAL (/vsicurl/http://127.0.0.1:"), std::string::npos) << info.output;
+}
+
+}  // namespace
+}  // namespace heightgrid::test
