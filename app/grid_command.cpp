@@ -273,9 +273,10 @@ CLI::App* add_grid_command(CLI::App& app, grid_options& o)
                   "filter, 12 bytes a point travel)")
     ->default_val("auto");
   cmd->add_option("--copc-level", o.copc_level,
-                  "COPC inputs: read octree levels 0..N only, or auto: down to the first level whose point spacing "
-                  "(the info VLR's spacing / 2^level) is at most the cell size (default: every level, the exact "
-                  "result). With -te or tiles only the nodes that meet the grid are read either way");
+                  "COPC and EPT inputs: read octree levels 0..N only, or auto: down to the first level whose point "
+                  "spacing (COPC: the info VLR's spacing / 2^level; EPT: the cube's side / span / 2^level) is at most "
+                  "the cell size (default: every level, the exact result). With -te or tiles only the nodes that "
+                  "meet the grid are read either way");
   add_input_options(*cmd, o.in);
   auto* tiles = cmd->add_option_group("Tiled output", "Cut the grid into tiles, each its own GeoTIFF, with a VRT over them");
   tiles->add_option("--tile-size", o.tile_size,
@@ -359,7 +360,20 @@ int run_grid(grid_options const& o)
   if (!o.a_srs.empty()) { assigned_crs = io::crs_from_user_input(o.a_srs); }
 
   // --- the output can be written, before any input is read
-  auto const paths = input_paths(o.in);
+  // EPT inputs expand into the node files of the window (-te; tiles pick theirs by the nodes'
+  // headers) and of the levels asked for.
+  read_region region;
+  if (fixed && !tiled_output_requested(o)) {
+    bounds w;
+    w.xmin = fixed->x0;
+    w.xmax = fixed->x0 + fixed->xres * fixed->cols;
+    w.ymax = fixed->y0;
+    w.ymin = fixed->y0 - fixed->yres * fixed->rows;
+    region.window = w;
+  }
+  region.max_level = job.copc_level;
+  if (job.copc_level_auto) { region.auto_level_cell = std::min(xres, yres); }
+  auto const paths = input_paths(o.in, region);
   io::raster_write_options wopt;
   wopt.format = format;
   wopt.data_type = output_type;

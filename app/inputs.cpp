@@ -2,6 +2,7 @@
 
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/core/quote.hpp"
+#include "heightgrid/io/ept.hpp"
 #include "heightgrid/io/las_reader.hpp"
 #include "heightgrid/io/raster_source.hpp"
 #include "heightgrid/io/remote.hpp"
@@ -147,11 +148,20 @@ std::optional<input_format> parse_input_format(std::string const& name)
   return std::nullopt;
 }
 
-std::vector<std::string> expand_inputs(std::vector<std::string> const& args)
+std::vector<std::string> expand_inputs(std::vector<std::string> const& args, read_region const& region)
 {
   std::vector<std::string> out;
   for (auto const& arg : args) {
     std::error_code ec;
+    if (io::is_ept(arg)) {
+      io::ept_selection const ept = io::select_ept_nodes(arg, region);
+      auto const& r = ept.report;
+      spdlog::debug("EPT {}: {} of {} nodes read (levels 0-{} of 0-{}), {} of {} points", arg, r.nodes_read, r.nodes,
+                    r.deepest_read, r.deepest, r.points_read, r.points);
+      HG_EXPECTS(!ept.files.empty() || r.nodes > 0, error_kind::input, arg + ": the EPT hierarchy lists no points");
+      out.insert(out.end(), ept.files.begin(), ept.files.end());
+      continue;
+    }
     if (io::is_remote(arg)) {
       out.push_back(arg);  // a URL or GDAL path: no listing, no glob; opening it says whether it is there
       continue;

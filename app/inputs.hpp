@@ -28,10 +28,12 @@ struct input_options {
 
 [[nodiscard]] std::optional<input_format> parse_input_format(std::string const& name);
 
-/// Expands directories (their *.las / *.laz files, sorted) and glob patterns; other arguments
-/// pass through. Throws error_kind::input for a path that does not exist or a pattern or
-/// directory that matches nothing.
-[[nodiscard]] std::vector<std::string> expand_inputs(std::vector<std::string> const& args);
+/// Expands directories (their *.las / *.laz files, sorted), glob patterns and EPT datasets (a
+/// folder with an ept.json, or an ept.json file or URL: the node files `region` needs, logged at
+/// -v); other arguments pass through. Throws error_kind::input for a path that does not exist or a
+/// pattern or directory that matches nothing.
+[[nodiscard]] std::vector<std::string> expand_inputs(std::vector<std::string> const& args,
+                                                     read_region const& region = {});
 
 /// True for a .las/.laz name or a file that starts with the "LASF" signature.
 [[nodiscard]] bool looks_like_las(std::string const& path);

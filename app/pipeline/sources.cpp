@@ -96,14 +96,14 @@ std::unique_ptr<part_source> sequential_parts(std::function<std::unique_ptr<poin
   return std::make_unique<sequential_part_source>(std::move(open), part_points, declared);
 }
 
-std::vector<std::string> input_paths(input_selection const& in)
+std::vector<std::string> input_paths(input_selection const& in, read_region const& region)
 {
   if (!in.synth.empty()) {
     HG_EXPECTS(in.inputs.empty(), error_kind::usage, "give either input files or --synth, not both");
     return {};
   }
   HG_EXPECTS(!in.inputs.empty(), error_kind::usage, "no input given (name files, a directory or a glob, or use --synth)");
-  return expand_inputs(in.inputs);
+  return expand_inputs(in.inputs, region);
 }
 
 std::uint64_t guess_points(input_selection const& in, std::vector<std::string> const& paths)

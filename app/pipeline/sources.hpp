@@ -27,7 +27,8 @@ struct opened_sources {
 
 /// The files the options name (expand_inputs), without opening them; empty for --synth.
 /// Throws error_kind::usage when neither or both of files and --synth are given.
-[[nodiscard]] std::vector<std::string> input_paths(input_selection const& in);
+/// `region`: what EPT inputs are read of (expand_inputs).
+[[nodiscard]] std::vector<std::string> input_paths(input_selection const& in, read_region const& region = {});
 
 /// Points the inputs hold, guessed from file sizes (LAS/LAZ headers are not read yet) or from the
 /// synthetic options: enough to decide early whether to start the GPU. 0 when unknown.

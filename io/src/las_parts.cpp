@@ -493,12 +493,17 @@ class laz_chunk_parts final : public las_parts_base {
     HG_EXPECTS(bulk_ == nullptr, error_kind::internal, info_.path + ": restricted after its chunks were offloaded");
     region_report r;
     r.sources = 1;
+    int shallowest = std::numeric_limits<int>::max();
     for (auto const& n : copc_->node_of_chunk) {
-      if (n) { r.deepest = std::max(r.deepest, static_cast<int>(n->level)); }
+      if (n) {
+        r.deepest = std::max(r.deepest, static_cast<int>(n->level));
+        shallowest = std::min(shallowest, static_cast<int>(n->level));
+      }
     }
-    int const max_level = region.auto_level_cell > 0.0
-                            ? laz::copc_auto_level(copc_->info, region.auto_level_cell, std::max(r.deepest, 0))
-                            : region.max_level.value_or(std::numeric_limits<int>::max());
+    int const max_level =
+      region.auto_level_cell > 0.0
+        ? laz::copc_auto_level(copc_->info, region.auto_level_cell, shallowest, std::max(r.deepest, 0))
+        : region.max_level.value_or(std::numeric_limits<int>::max());
     // A node is read when its cube, widened by a millionth of its side and half a stored unit
     // (points on a face, rounding), meets the window.
     double const unit = 0.5 * std::max(std::abs(header_transform_.scale[0]), std::abs(header_transform_.scale[1]));

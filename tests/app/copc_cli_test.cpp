@@ -157,6 +157,33 @@ TEST_F(Cli, PdalsCopcFileGridsAsItsLasTwin)
   }
 }
 
+TEST_F(Cli, EptDatasetsGridAsTheirNodeFiles)
+{
+  // lasR's EPT of Topography.las (four depth-1 nodes, its points re-quantised by Entwine to 0.01,
+  // so not bit for bit the LAS file's 0.00025): given as its folder or its ept.json, the same
+  // GeoTIFF as its four node files read as plain LAZ, and as many points as the LAS file; a window
+  // in one corner reads one node and gives the node files' cells there.
+  auto const real = real_data_dir();
+  auto const ept = real.empty() ? fs::path() : real.parent_path() / "cloud/lasR/ept-test-multi";
+  if (ept.empty() || !fs::exists(ept)) { GTEST_SKIP() << "../shared/data/cloud/lasR/ept-test-multi not present"; }
+  std::string nodes;
+  for (auto const* n : {"1-0-0-0", "1-0-1-0", "1-1-0-0", "1-1-1-0"}) { nodes += " " + (ept / "ept-data" / n).string() + ".laz"; }
+  ASSERT_EQ(run("grid" + nodes + " -o " + out("n.tif").string() + " --res 2" + metrics).code, 0);
+  for (auto const& input : {ept.string(), (ept / "ept.json").string()}) {
+    auto const r = run("grid " + input + " -o " + out("e.tif").string() + " --overwrite --res 2 -v" + metrics);
+    ASSERT_EQ(r.code, 0) << r.output;
+    EXPECT_NE(r.output.find(": 4 of 4 nodes read (levels 0-1 of 0-1), 73403 of 73403 points"), std::string::npos)
+      << r.output;
+    EXPECT_NE(r.output.find("73,403 points read"), std::string::npos) << r.output;  // Topography.las's count
+    EXPECT_TRUE(window_of(out("e.tif"), out("n.tif"))) << input;
+  }
+  auto const corner = run("grid " + ept.string() + " -o " + out("c.tif").string() +
+                          " -te 273360 5274360 273400 5274400 -tr 2 2 -v" + metrics);
+  ASSERT_EQ(corner.code, 0) << corner.output;
+  EXPECT_NE(corner.output.find(": 1 of 4 nodes read"), std::string::npos) << corner.output;
+  EXPECT_TRUE(window_of(out("c.tif"), out("n.tif")));
+}
+
 TEST_F(Cli, InfoShowsTheCopcLevels)
 {
   auto const r = run("info " + octree());

@@ -120,6 +120,20 @@ TEST_F(RemoteCli, UrlsGridAsTheLocalFiles)
   EXPECT_EQ(both.code, 0) << both.output;
 }
 
+TEST_F(RemoteCli, AnEptDatasetOverHttpGridsAsTheLocalOne)
+{
+  auto const real = real_data_dir();
+  auto const ept = real.empty() ? fs::path() : real.parent_path() / "cloud/lasR/ept-test-multi";
+  if (ept.empty() || !fs::exists(ept)) { GTEST_SKIP() << "../shared/data/cloud/lasR/ept-test-multi not present"; }
+  fs::copy(ept, www_ / "ept", fs::copy_options::recursive);
+  std::string const common = " --res 2 --metrics range,min,max,count --device cpu -q";
+  auto const local = run("grid " + (www_ / "ept").string() + " -o " + out("local.tif").string() + common);
+  ASSERT_EQ(local.code, 0) << local.output;
+  auto const remote = run("grid " + server_->url("ept/ept.json") + " -o " + out("remote.tif").string() + common);
+  ASSERT_EQ(remote.code, 0) << remote.output;
+  EXPECT_EQ(bytes_of(out("remote.tif")), bytes_of(out("local.tif")));
+}
+
 TEST_F(RemoteCli, ACopcWindowFetchesPartOfTheFile)
 {
   auto const before = served(www_);

@@ -141,10 +141,10 @@ bounds copc_node_bounds(copc_info const& info, copc_node const& node) noexcept
   return b;
 }
 
-int copc_auto_level(copc_info const& info, double cell, int deepest) noexcept
+int copc_auto_level(copc_info const& info, double cell, int shallowest, int deepest) noexcept
 {
   for (int level = 0; level < deepest; ++level) {
-    if (info.spacing / std::ldexp(1.0, level) <= cell) { return level; }
+    if (info.spacing / std::ldexp(1.0, level) <= cell) { return level > shallowest ? level : shallowest; }
   }
   return deepest;
 }

@@ -50,7 +50,8 @@ struct copc_node {
 [[nodiscard]] bounds copc_node_bounds(copc_info const& info, copc_node const& node) noexcept;
 
 /// The level --copc-level auto reads down to for cells of `cell` units: the first whose spacing
-/// (the root's / 2^level) is at most the cell, or `deepest` when none above it is.
-[[nodiscard]] int copc_auto_level(copc_info const& info, double cell, int deepest) noexcept;
+/// (the root's / 2^level) is at most the cell, or `deepest` when none above it is; never above
+/// `shallowest`, the first level with points.
+[[nodiscard]] int copc_auto_level(copc_info const& info, double cell, int shallowest, int deepest) noexcept;
 
 }  // namespace heightgrid::io::laz

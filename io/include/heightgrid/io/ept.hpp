@@ -1,0 +1,33 @@
+#pragma once
+// EPT (Entwine Point Tile, entwine.io): a point cloud as an octree of files: `ept.json` (the cube
+// `bounds`, `span`, `dataType`, `points`), `ept-hierarchy/D-X-Y-Z.json` (node key -> point count, -1
+// for a subtree in a file of its own) and one data file a node, `ept-data/D-X-Y-Z.laz` for the
+// `laszip` data type, each an ordinary LAZ file. heightgrid reads an EPT input as the node files a
+// job needs: those whose cube meets the grid's window, down to the level asked for; each then reads
+// as any LAZ tile. Local folders and URLs (through GDAL's VSI layer) alike.
+
+#include "heightgrid/core/point_source.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace heightgrid::io {
+
+/// The nodes of an EPT dataset a job reads.
+struct ept_selection {
+  std::vector<std::string> files;  ///< the node data files, in key order
+  region_report report;            ///< nodes and points kept of all (bytes: not known from the hierarchy)
+};
+
+/// Whether `path` names an EPT dataset: a file (or URL) named `ept.json`, or a local folder holding
+/// one.
+[[nodiscard]] bool is_ept(std::string const& path);
+
+/// The node files of the EPT dataset at `path` that `region` needs (its window and level, as
+/// part_source::restrict_to: a node is kept when its cube, widened by a millionth of its side, meets
+/// the window). Throws error_kind::input naming the file for a malformed ept.json or hierarchy file,
+/// and for a data type other than laszip (binary and zstandard are not read yet).
+[[nodiscard]] ept_selection select_ept_nodes(std::string const& path, read_region const& region);
+
+}  // namespace heightgrid::io
