@@ -2,6 +2,7 @@
 
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/core/quote.hpp"
+#include "heightgrid/io/catalogue.hpp"
 #include "heightgrid/io/ept.hpp"
 #include "heightgrid/io/las_reader.hpp"
 #include "heightgrid/io/raster_source.hpp"
@@ -148,18 +149,50 @@ std::optional<input_format> parse_input_format(std::string const& name)
   return std::nullopt;
 }
 
+namespace {
+
+bool meets(bounds const& a, bounds const& b)
+{
+  return a.xmin <= b.xmax && a.xmax >= b.xmin && a.ymin <= b.ymax && a.ymax >= b.ymin;
+}
+
+/// An EPT dataset's node files that `region` needs, appended to `out`.
+void add_ept(std::string const& path, read_region const& region, std::vector<std::string>& out)
+{
+  io::ept_selection const ept = io::select_ept_nodes(path, region);
+  auto const& r = ept.report;
+  spdlog::debug("EPT {}: {} of {} nodes read (levels 0-{} of 0-{}), {} of {} points", path, r.nodes_read, r.nodes,
+                r.deepest_read, r.deepest, r.points_read, r.points);
+  HG_EXPECTS(r.nodes > 0, error_kind::input, path + ": the EPT hierarchy lists no points");
+  out.insert(out.end(), ept.files.begin(), ept.files.end());
+}
+
+}  // namespace
+
 std::vector<std::string> expand_inputs(std::vector<std::string> const& args, read_region const& region)
 {
   std::vector<std::string> out;
   for (auto const& arg : args) {
     std::error_code ec;
     if (io::is_ept(arg)) {
-      io::ept_selection const ept = io::select_ept_nodes(arg, region);
-      auto const& r = ept.report;
-      spdlog::debug("EPT {}: {} of {} nodes read (levels 0-{} of 0-{}), {} of {} points", arg, r.nodes_read, r.nodes,
-                    r.deepest_read, r.deepest, r.points_read, r.points);
-      HG_EXPECTS(!ept.files.empty() || r.nodes > 0, error_kind::input, arg + ": the EPT hierarchy lists no points");
-      out.insert(out.end(), ept.files.begin(), ept.files.end());
+      add_ept(arg, region, out);
+      continue;
+    }
+    if (io::is_catalogue(arg)) {
+      // Entries whose catalogued bounds miss the window are never opened.
+      auto const entries = io::read_catalogue(arg);
+      std::size_t kept = 0;
+      for (auto const& e : entries) {
+        if (region.window && e.extent && !meets(*e.extent, *region.window)) { continue; }
+        ++kept;
+        if (io::is_ept(e.path)) {
+          add_ept(e.path, region, out);
+        } else {
+          out.push_back(e.path);
+        }
+      }
+      spdlog::debug("catalogue {}: {} of {} entries read{}", arg, kept, entries.size(),
+                    region.window ? " (those whose bounds meet the window)" : "");
       continue;
     }
     if (io::is_remote(arg)) {

@@ -1,6 +1,8 @@
-// `heightgrid grid` and `info` on COPC files (issue #37): -te reads only the octree nodes that meet
-// the grid and gives the cells of the whole file's grid; tiles read only theirs and mosaic as the
-// single run; --copc-level N|auto reads the levels down to N; info shows the levels.
+// `heightgrid grid` and `info` on cloud-optimised inputs (issue #37). COPC: -te reads only the
+// octree nodes that meet the grid and gives the cells of the whole file's grid; tiles read only
+// theirs and mosaic as the single run; --copc-level N|auto reads the levels down to N; info shows
+// the levels. EPT datasets grid as their node files. Catalogue files (.vpc, STAC, lists) grid as
+// the files they name, and entries whose bounds miss -te are never opened.
 // data/copc_octree_pdrf6.copc.laz: 20,000 points over 100 m x 100 m, 1,114 nodes in levels 0-5.
 
 #include "cli_fixture.hpp"
@@ -10,6 +12,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <string>
 
@@ -182,6 +185,48 @@ TEST_F(Cli, EptDatasetsGridAsTheirNodeFiles)
   ASSERT_EQ(corner.code, 0) << corner.output;
   EXPECT_NE(corner.output.find(": 1 of 4 nodes read"), std::string::npos) << corner.output;
   EXPECT_TRUE(window_of(out("c.tif"), out("n.tif")));
+}
+
+TEST_F(Cli, CatalogueFilesGridAsTheFilesTheyName)
+{
+  fs::copy_file(data("copc_octree_pdrf6.copc.laz"), out("a.copc.laz"));
+  ASSERT_EQ(run("grid " + out("a.copc.laz").string() + " -o " + out("direct.tif").string() + " --res 1" + metrics).code, 0);
+  // A virtual point cloud (a STAC ItemCollection): the real file, and one that does not exist whose
+  // catalogued bounds lie far away.
+  auto const item = [](std::string const& id, std::string const& href, std::string const& bbox) {
+    return R"({"type": "Feature", "stac_version": "1.0.0", "id": ")" + id +
+           R"(", "geometry": null, "properties": {"datetime": null, "pc:count": 20000, "proj:bbox": [)" + bbox +
+           R"(]}, "assets": {"data": {"href": ")" + href + R"(", "roles": ["data"]}}})";
+  };
+  std::ofstream(out("tiles.vpc")) << R"({"type": "FeatureCollection", "features": [)"
+                                  << item("a", "./a.copc.laz", "500000, 4100000, 15, 500100, 4100100, 50") << ", "
+                                  << item("b", "./missing.laz", "600000, 0, 0, 600010, 10, 1") << "]}";
+  std::ofstream(out("item.json")) << item("a", "a.copc.laz", "500000, 4100000, 500100, 4100100");
+  std::ofstream(out("tiles.lst")) << "# one tile\n" << out("a.copc.laz").string() << "\n";
+  std::ofstream(out("tiles.txt")) << "a.copc.laz\n";
+  for (std::string const input : {"item.json", "tiles.lst", "tiles.txt"}) {
+    auto const r = run("grid " + out(input).string() + " -o " + out("c.tif").string() + " --overwrite --res 1 -v" + metrics);
+    ASSERT_EQ(r.code, 0) << input << r.output;
+    EXPECT_NE(r.output.find("catalogue " + out(input).string() + ": 1 of 1 entries read"), std::string::npos) << r.output;
+    EXPECT_TRUE(window_of(out("c.tif"), out("direct.tif"))) << input;
+  }
+  // With -te over the real file only, the missing one is never opened.
+  auto const te = " -te 500000 4100000 500100 4100100 -tr 1 1";
+  auto const inside = run("grid " + out("tiles.vpc").string() + " -o " + out("v.tif").string() + te + " -v" + metrics);
+  ASSERT_EQ(inside.code, 0) << inside.output;
+  EXPECT_NE(inside.output.find("1 of 2 entries read (those whose bounds meet the window)"), std::string::npos)
+    << inside.output;
+  EXPECT_TRUE(window_of(out("v.tif"), out("direct.tif")));
+  // Without it, it is opened, and its absence is an input error naming it.
+  auto const whole = run("grid " + out("tiles.vpc").string() + " -o " + out("w.tif").string() + " --res 1" + metrics);
+  EXPECT_EQ(whole.code, 3) << whole.output;
+  EXPECT_NE(whole.output.find("missing.laz"), std::string::npos) << whole.output;
+  // A list line that names no point cloud.
+  std::ofstream(out("bad.lst")) << out("a.copc.laz").string() << "\nnotes.xyz\n";
+  auto const bad = run("grid " + out("bad.lst").string() + " -o " + out("b.tif").string() + " --res 1");
+  EXPECT_EQ(bad.code, 3) << bad.output;
+  EXPECT_NE(bad.output.find("bad.lst: line 2 ('notes.xyz') names no .las/.laz file or ept.json"), std::string::npos)
+    << bad.output;
 }
 
 TEST_F(Cli, InfoShowsTheCopcLevels)
