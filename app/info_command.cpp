@@ -11,6 +11,7 @@
 #include "heightgrid/core/quote.hpp"
 #include "heightgrid/core/host_grid.hpp"
 #include "heightgrid/io/crs.hpp"
+#include "heightgrid/io/ept.hpp"
 #include "heightgrid/io/las_reader.hpp"
 #include "heightgrid/io/remote.hpp"
 
@@ -250,6 +251,17 @@ int run_info(info_options const& o)
   HG_EXPECTS(o.res >= 0.0 && std::isfinite(o.res), error_kind::usage, "--res must be a positive cell size");
   auto const paths = input_paths(o.in);
   text_wanted = !o.json;
+  for (auto const& arg : o.in.inputs) {
+    if (!io::is_ept(arg)) { continue; }
+    auto const ept = io::select_ept_nodes(arg, {});
+    say("%s: EPT, cube side %.6g, span %.6g, %s nodes, %s points (--copc-level auto reads down to the first level "
+        "whose spacing is at most the cell)\n",
+        arg.c_str(), ept.side, ept.span, with_commas(ept.report.nodes).c_str(), with_commas(ept.report.points).c_str());
+    for (auto const& l : ept.levels) {
+      say("    level %d: spacing %.6g, %s nodes, %s points\n", l.depth, l.spacing, with_commas(l.nodes).c_str(),
+          with_commas(l.points).c_str());
+    }
+  }
   json doc;
   // Printed however run_info ends: a catalogue's unreadable files end it early.
   struct print_at_exit {

@@ -112,6 +112,15 @@ ept_selection select_ept_nodes(std::string const& path, read_region const& regio
     }
   }
   ept_selection out;
+  out.side = side0;
+  out.span = span;
+  for (auto const& [k, points] : nodes) {
+    if (out.levels.empty() || out.levels.back().depth != static_cast<int>(k[0])) {
+      out.levels.push_back({static_cast<int>(k[0]), side0 / span / std::ldexp(1.0, static_cast<int>(k[0])), 0, 0});
+    }
+    out.levels.back().nodes += 1;
+    out.levels.back().points += points;
+  }
   region_report& r = out.report;
   r.sources = 1;
   for (auto const& [k, points] : nodes) { r.deepest = std::max(r.deepest, static_cast<int>(k[0])); }

@@ -180,6 +180,10 @@ TEST_F(Cli, EptDatasetsGridAsTheirNodeFiles)
     EXPECT_NE(r.output.find("73,403 points read"), std::string::npos) << r.output;  // Topography.las's count
     EXPECT_TRUE(window_of(out("e.tif"), out("n.tif"))) << input;
   }
+  auto const info = run("info " + ept.string());
+  ASSERT_EQ(info.code, 0) << info.output;
+  EXPECT_NE(info.output.find(": EPT, cube side 288, span 128, 4 nodes, 73,403 points"), std::string::npos) << info.output;
+  EXPECT_NE(info.output.find("level 1: spacing 1.125, 4 nodes, 73,403 points"), std::string::npos) << info.output;
   auto const corner = run("grid " + ept.string() + " -o " + out("c.tif").string() +
                           " -te 273360 5274360 273400 5274400 -tr 2 2 -v" + metrics);
   ASSERT_EQ(corner.code, 0) << corner.output;

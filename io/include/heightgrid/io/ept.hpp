@@ -14,10 +14,18 @@
 
 namespace heightgrid::io {
 
-/// The nodes of an EPT dataset a job reads.
+/// The nodes of an EPT dataset a job reads, and the whole hierarchy level by level (for info).
 struct ept_selection {
   std::vector<std::string> files;  ///< the node data files, in key order
   region_report report;            ///< nodes and points kept of all (bytes: not known from the hierarchy)
+  double side{0.0};                ///< the cube's side
+  double span{0.0};
+  struct level {
+    int depth{0};
+    double spacing{0.0};  ///< side / span / 2^depth
+    std::uint64_t nodes{0}, points{0};
+  };
+  std::vector<level> levels;  ///< increasing depth, levels with points only
 };
 
 /// Whether `path` names an EPT dataset: a file (or URL) named `ept.json`, or a local folder holding
