@@ -16,8 +16,11 @@
 
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <iterator>
 #include <memory>
 #include <string>
 #include <vector>
@@ -251,6 +254,80 @@ TEST(GridJob, ALazChunkTheGpuRejectsIsNamedByTheCpuDecoder)
   EXPECT_EQ(message(laz_decoder_choice::gpu), cpu);
   EXPECT_EQ(message(laz_decoder_choice::gpu, device_choice::automatic), cpu) << "records binned on the device";
   if (gpu_available()) { EXPECT_EQ(message(laz_decoder_choice::gpu, device_choice::gpu), cpu); }
+  std::filesystem::remove_all(dir);
+}
+
+/// What a job made of `path`: the error message, or "" and its bands in `out`.
+std::string job_outcome(std::string const& path, laz_decoder_choice decoder, device_choice device, memory_output& out)
+{
+  metric_request r = extremes();
+  r.count = true;
+  auto o = job_options(r, 0.5, device, 2);
+  o.laz_decoder = decoder;
+  try {
+    auto const sources = open_all({path}, 5);
+    (void)run_grid_job(sources, o, out);
+  } catch (error const& e) {
+    return std::string(e.what());
+  }
+  return {};
+}
+
+TEST(GridJob, DamagedLazFilesEndTheSameOnBothDecoders)
+{
+  // Each damage either fails the same way on the CPU decoder, on the GPU decoder with records sent
+  // down, and on the GPU decoder binning where it decodes, or grids the same cells on all three:
+  // a chunk table pointing past the end, a file cut in its last chunk, bytes of a chunk's layers
+  // overwritten (garbage in, what comes out decided by the decoder), a header counting fewer or
+  // more points than the chunks hold.
+  auto const dir = std::filesystem::temp_directory_path() / ("hg_laz_damage_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  struct damage {
+    std::string name;
+    std::string source;
+    std::function<void(std::string&)> apply;
+  };
+  auto const u32_at = [](std::string const& b, std::size_t at) {
+    std::uint32_t v = 0;
+    std::memcpy(&v, b.data() + at, 4);
+    return v;
+  };
+  auto const put_u64 = [](std::string& b, std::size_t at, std::uint64_t v) { std::memcpy(&b[at], &v, 8); };
+  std::string const variable = (test::data_dir() / "lazrs_variable_chunks_pf6.laz").string();
+  std::string const single = (test::data_dir() / "layered_dims_pdrf8.laz").string();
+  std::vector<damage> const damages = {
+    {"table past the end", variable,
+     [&](std::string& b) { put_u64(b, u32_at(b, 96), b.size() + 1000); }},
+    {"cut in the last chunk", variable, [](std::string& b) { b.resize(b.size() - 40); }},
+    {"layer bytes overwritten", single,
+     [&](std::string& b) {
+       std::size_t const at = u32_at(b, 96) + 8 + 120;
+       for (std::size_t i = 0; i < 64 && at + i < b.size(); ++i) { b[at + i] = static_cast<char>(0x5A ^ (i * 37)); }
+     }},
+    {"header counts fewer points", variable, [&](std::string& b) { put_u64(b, 247, 20); }},
+    {"header counts more points", variable, [&](std::string& b) { put_u64(b, 247, 30); }},
+  };
+  for (auto const& d : damages) {
+    SCOPED_TRACE(d.name);
+    std::ifstream in(d.source, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    d.apply(bytes);
+    auto const path = (dir / "damaged.laz").string();
+    std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    memory_output cpu, down, folded;
+    std::string const want = job_outcome(path, laz_decoder_choice::cpu, device_choice::cpu, cpu);
+    EXPECT_EQ(job_outcome(path, laz_decoder_choice::gpu, device_choice::cpu, down), want) << "records sent down";
+    EXPECT_EQ(job_outcome(path, laz_decoder_choice::gpu, device_choice::automatic, folded), want)
+      << "records binned where they are decoded";
+    if (want.empty()) {
+      metric_request r = extremes();
+      r.count = true;
+      expect_bands(down.bands, cpu.bands, r);
+      expect_bands(folded.bands, cpu.bands, r);
+    } else {
+      EXPECT_NE(want.find("damaged.laz"), std::string::npos) << want;
+    }
+  }
   std::filesystem::remove_all(dir);
 }
 
