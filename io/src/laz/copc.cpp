@@ -22,7 +22,6 @@ T load_le(std::uint8_t const* p)
 }
 
 constexpr std::size_t vlr_header_bytes = 54;
-constexpr std::size_t evlr_header_bytes = 60;
 constexpr std::size_t info_bytes = 160;
 constexpr std::size_t entry_bytes = 32;
 constexpr std::size_t max_pages = std::size_t{1} << 20;
