@@ -342,7 +342,9 @@ struct laz_gpu_stage::impl {
   void decode_wave(std::size_t w_index, std::size_t& next_group)
   {
     wave_entry const& w = waves[w_index];
-    auto const [first_group, end_group] = groups_of(w_index, next_group);
+    auto const range = groups_of(w_index, next_group);  // (a structured binding cannot be captured in C++17)
+    std::size_t const first_group = range.first;
+    std::size_t const end_group = range.second;
     // The wave's records stay on the device until every group of the previous wave was handed
     // out: the device buffers are reused.
     {
@@ -403,7 +405,9 @@ struct laz_gpu_stage::impl {
   void fold_wave(std::size_t w_index, std::size_t& next_group)
   {
     wave_entry const& w = waves[w_index];
-    auto const [first_group, end_group] = groups_of(w_index, next_group);
+    auto const range = groups_of(w_index, next_group);  // (a structured binding cannot be captured in C++17)
+    std::size_t const first_group = range.first;
+    std::size_t const end_group = range.second;
     decoder->reserve(w.compressed, w.points);  // the previous wave's folds are done
     auto const t_read = clock_type::now();
     bool const read_ok = stream_groups(first_group, end_group);
