@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
 """A small HTTP server for the remote-input tests: serves one directory on 127.0.0.1 with HEAD and
 byte-range GET (206 Partial Content), which Python's http.server lacks and GDAL's /vsicurl/ needs.
-Prints "PORT <n>" once listening (port 0: any free one), counts the bytes it sent in
-DIR/.served_bytes on every request, and exits when its stdin closes (the test that started it ends).
+Prints "PORT <n>" once listening (port 0: any free one), writes the bytes it has sent to STATS (when
+given) after every request, and exits when its stdin closes (the test that started it ends).
 
-  python3 range_server.py DIR [PORT]
+  python3 range_server.py DIR [PORT [STATS]]
 """
 import http.server
 import os
@@ -14,6 +14,7 @@ import sys
 import threading
 
 ROOT = os.path.abspath(sys.argv[1])
+STATS = sys.argv[3] if len(sys.argv) > 3 else None
 served = 0
 lock = threading.Lock()
 
@@ -71,8 +72,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.wfile.write(f.read(last - first + 1))
         with lock:
             served += last - first + 1
-            with open(os.path.join(ROOT, ".served_bytes"), "w") as out:
-                out.write(str(served))
+            if STATS:
+                with open(STATS, "w") as out:
+                    out.write(str(served))
 
 
 class Server(socketserver.ThreadingMixIn, http.server.HTTPServer):

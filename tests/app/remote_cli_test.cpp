@@ -26,7 +26,8 @@ namespace {
 /// range_server.py serving `dir` until destroyed (its stdin closed).
 class range_server {
  public:
-  explicit range_server(fs::path const& dir)
+  /// `stats`: the file the server keeps the bytes it sent in.
+  range_server(fs::path const& dir, fs::path const& stats)
   {
     int to_child[2], from_child[2];
     if (::pipe(to_child) != 0 || ::pipe(from_child) != 0) { return; }
@@ -36,7 +37,7 @@ class range_server {
       ::dup2(from_child[1], 1);
       ::close(to_child[1]);
       ::close(from_child[0]);
-      ::execlp("python3", "python3", HEIGHTGRID_RANGE_SERVER, dir.c_str(), static_cast<char*>(nullptr));
+      ::execlp("python3", "python3", HEIGHTGRID_RANGE_SERVER, dir.c_str(), "0", stats.c_str(), static_cast<char*>(nullptr));
       ::_exit(127);
     }
     ::close(to_child[0]);
@@ -73,9 +74,9 @@ std::string bytes_of(fs::path const& p)
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
-std::uint64_t served(fs::path const& dir)
+std::uint64_t served(fs::path const& stats)
 {
-  std::ifstream in(dir / ".served_bytes");
+  std::ifstream in(stats);
   std::uint64_t n = 0;
   in >> n;
   return n;
@@ -93,7 +94,7 @@ class RemoteCli : public Cli {
                              "layered_dims_pdrf8.laz"}) {
       fs::copy_file(data(name), www_ / name);
     }
-    server_ = std::make_unique<range_server>(www_);
+    server_ = std::make_unique<range_server>(www_, out("served"));
     if (server_->port() == 0) { GTEST_SKIP() << "the test server did not start"; }
   }
   fs::path www_;
@@ -136,12 +137,12 @@ TEST_F(RemoteCli, AnEptDatasetOverHttpGridsAsTheLocalOne)
 
 TEST_F(RemoteCli, ACopcWindowFetchesPartOfTheFile)
 {
-  auto const before = served(www_);
+  auto const before = served(out("served"));
   auto const r = run("grid " + server_->url("copc_octree_pdrf6.copc.laz") + " -o " + out("w.tif").string() +
                      " -te 500045 4100045 500055 4100055 -tr 1 1 --device cpu -v");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("remote inputs: "), std::string::npos) << r.output;
-  auto const fetched = served(www_) - before;
+  auto const fetched = served(out("served")) - before;
   auto const size = fs::file_size(www_ / "copc_octree_pdrf6.copc.laz");
   EXPECT_GT(fetched, 0U);
   // The header, the chunk table and the hierarchy (117 KB of this small file) and 24 of 1,114

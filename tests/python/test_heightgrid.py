@@ -96,6 +96,30 @@ class GridMatchesTheCli(unittest.TestCase):
         self.check_against_cli(r2, SAMPLE, "--res", "1", "--metrics", ",".join(METRICS), "--nodata", "-9999",
                                "--te", "500000", "4100000", "500003", "4100002", "--edge-rule", "pdal")
 
+    def test_urls_and_catalogues(self):
+        # grid_files reads what the CLI reads: a COPC file over HTTP (tests/app/range_server.py on
+        # 127.0.0.1) and a list of files, the same bands as the local file.
+        copc = os.path.abspath(os.path.join(DATA, "copc_octree_pdrf6.copc.laz"))
+        server = subprocess.Popen(
+            ["python3", os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "app", "range_server.py"), DATA],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        try:
+            port = int(server.stdout.readline().split()[1])
+            local = heightgrid.grid_files([copc], res=1, metrics=METRICS, device="cpu")
+            remote = heightgrid.grid_files([f"http://127.0.0.1:{port}/copc_octree_pdrf6.copc.laz"], res=1,
+                                           metrics=METRICS, device="cpu")
+            listed = os.path.join(self.tmp.name, "tiles.lst")
+            with open(listed, "w") as f:
+                f.write(copc + "\n")
+            catalogue = heightgrid.grid_files([listed], res=1, metrics=METRICS, device="cpu")
+            for other in (remote, catalogue):
+                self.assertEqual(other["geotransform"], local["geotransform"])
+                for name in METRICS:
+                    same_band(self, other["bands"][name].astype(np.float64), local["bands"][name].astype(np.float64))
+        finally:
+            server.stdin.close()
+            server.wait(timeout=10)
+
     def test_errors(self):
         with self.assertRaises(ValueError):
             heightgrid.grid(self.x, self.y[:3], self.z, res=1)
