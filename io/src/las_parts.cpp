@@ -6,6 +6,7 @@
 
 #include "heightgrid/core/bulk_decoder.hpp"
 #include "heightgrid/core/error.hpp"
+#include "heightgrid/io/remote.hpp"
 #include "las_dimension.hpp"
 #include "las_internal.hpp"
 #include "las_layout.hpp"
@@ -567,14 +568,24 @@ class laz_chunk_parts final : public las_parts_base {
     bulk_chunk_decoder::file_format const format{static_cast<std::uint32_t>(vlr_.record_length()),
                                                  static_cast<std::uint32_t>(layers), header_transform_,
                                                  dimension_.is_z};
-    // The decoder reads on its own threads, opening the file for each chunk: a handle kept per file
-    // would hold one descriptor per input for the whole job (10^5 tiles pass the usual limit), and
-    // an open costs microseconds next to a chunk's ~300 KB.
+    // The decoder reads on its own threads, opening a local file for each chunk: a handle kept per
+    // file would hold one descriptor per input for the whole job (10^5 tiles pass the usual limit),
+    // and an open costs microseconds next to a chunk's ~300 KB. A remote file is opened once, at its
+    // first chunk (an open through GDAL asks the server: ~1 ms a chunk measured), its handles shared.
     std::string const path = header_.path;
-    bulk_first_ = decoder->add_file(format, chunks, [path](std::uint64_t o, std::size_t n, std::uint8_t* b) {
-      las_file const f(path);
-      f.read_exact(o, n, b);
-    });
+    if (is_remote(path)) {
+      auto const opened = std::make_shared<std::shared_ptr<las_file const>>();
+      auto const once = std::make_shared<std::once_flag>();
+      bulk_first_ = decoder->add_file(format, chunks, [path, opened, once](std::uint64_t o, std::size_t n, std::uint8_t* b) {
+        std::call_once(*once, [&] { *opened = std::make_shared<las_file const>(path); });
+        (*opened)->read_exact(o, n, b);
+      });
+    } else {
+      bulk_first_ = decoder->add_file(format, chunks, [path](std::uint64_t o, std::size_t n, std::uint8_t* b) {
+        las_file const f(path);
+        f.read_exact(o, n, b);
+      });
+    }
     bulk_ = decoder;
     return true;
   }
