@@ -128,6 +128,11 @@ void gpu_binner::synchronize() { unavailable("gpu_binner::synchronize"); }
 std::size_t gpu_binner::reclaim(bool) { unavailable("gpu_binner::reclaim"); }
 std::size_t gpu_binner::in_flight() const { return 0; }
 std::vector<las_record_stats> gpu_binner::take_record_stats() { unavailable("gpu_binner::take_record_stats"); }
+void gpu_binner::fold_device_records(void const*, std::uint32_t, bool, std::vector<device_record_run> const&)
+{
+  unavailable("gpu_binner::fold_device_records");
+}
+void gpu_binner::wait_folds() { unavailable("gpu_binner::wait_folds"); }
 std::uint64_t gpu_binner::points_outside() { unavailable("gpu_binner::points_outside"); }
 std::uint64_t gpu_binner::points_binned() { unavailable("gpu_binner::points_binned"); }
 cell_results gpu_binner::finalize_rows(std::uint32_t, std::uint32_t, std::uint32_t, metric_request const&, float)
@@ -174,5 +179,7 @@ void laz_gpu_decoder::download(std::size_t, std::size_t, std::uint8_t*, laz_gpu_
 {
   unavailable("laz_gpu_decoder::download");
 }
+
+void const* laz_gpu_decoder::device_records() const noexcept { return nullptr; }
 
 }  // namespace heightgrid
