@@ -5,7 +5,6 @@
 #include "heightgrid/io/remote.hpp"
 
 #include <cpl_json.h>
-#include <cpl_vsi.h>
 
 #include <algorithm>
 #include <array>
@@ -15,7 +14,6 @@
 #include <map>
 #include <set>
 #include <sstream>
-#include <tuple>
 
 namespace heightgrid::io {
 namespace {

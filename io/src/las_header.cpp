@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -623,7 +624,7 @@ las_file::~las_file()
 
 las_file::las_file(las_file&& other) noexcept
   : path_(std::move(other.path_)), fd_(std::exchange(other.fd_, -1)), size_(other.size_),
-    vsi_path_(std::move(other.vsi_path_)), vsi_(std::move(other.vsi_)), bytes_read_(other.bytes_read_.load())
+    vsi_path_(std::move(other.vsi_path_)), vsi_(std::move(other.vsi_))
 {
 }
 
@@ -654,7 +655,6 @@ std::size_t las_file::read_remote(std::uint64_t offset, std::size_t count, std::
   if (failed) {
     throw error(error_kind::input, path_ + ": byte " + std::to_string(offset + got) + ": read failed: " + why);
   }
-  bytes_read_ += got;
   remote_bytes += got;
   return got;
 }
@@ -673,7 +673,6 @@ std::size_t las_file::read_upto(std::uint64_t offset, std::size_t count, std::ui
     if (got == 0) { break; }
     done += static_cast<std::size_t>(got);
   }
-  bytes_read_ += done;
   return done;
 }
 

@@ -7,7 +7,6 @@
 #include "laz/laz_source.hpp"
 #include "laz/laz_vlr.hpp"
 
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -42,9 +41,6 @@ class las_file {
   /// how many. Throws error_kind::input when reading fails.
   std::size_t read_upto(std::uint64_t offset, std::size_t count, std::uint8_t* out) const;
 
-  /// Bytes read so far (remote inputs: what was asked of GDAL's VSI layer).
-  [[nodiscard]] std::uint64_t bytes_read() const noexcept { return bytes_read_.load(); }
-
  private:
   std::size_t read_remote(std::uint64_t offset, std::size_t count, std::uint8_t* out) const;
 
@@ -54,7 +50,6 @@ class las_file {
   std::string vsi_path_;  ///< remote inputs: the GDAL path; empty for local files
   struct vsi_handles;
   std::unique_ptr<vsi_handles> vsi_;
-  mutable std::atomic<std::uint64_t> bytes_read_{0};
 };
 
 /// A LAS or LAZ file opened and its header parsed and validated, its CRS interpreted; for LAZ

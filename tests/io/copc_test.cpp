@@ -5,6 +5,7 @@
 // share of the area, and a level reads only the nodes down to it.
 
 #include "las_parts_helpers.hpp"
+#include "io_test_helpers.hpp"
 #include "test_paths.hpp"
 
 #include "heightgrid/core/error.hpp"
@@ -55,15 +56,7 @@ std::vector<point> points_in(part_source& source, bounds const& w)
   return in;
 }
 
-bounds window(double xmin, double ymin, double xmax, double ymax)
-{
-  bounds b;
-  b.xmin = xmin;
-  b.ymin = ymin;
-  b.xmax = xmax;
-  b.ymax = ymax;
-  return b;
-}
+using test::window;
 
 TEST(Copc, TheOctreeOfTheSampleFile)
 {

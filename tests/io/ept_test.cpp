@@ -2,6 +2,7 @@
 // nodes of Topography's points, PDAL's one node) and on broken copies made here: the nodes a window
 // and a level keep, and clear errors for a data type not read, a bad hierarchy entry, a missing file.
 
+#include "io_test_helpers.hpp"
 #include "test_paths.hpp"
 
 #include "heightgrid/core/error.hpp"
@@ -28,15 +29,7 @@ fs::path cloud(std::string const& relative)
   return fs::exists(p) ? p : fs::path();
 }
 
-bounds window(double xmin, double ymin, double xmax, double ymax)
-{
-  bounds b;
-  b.xmin = xmin;
-  b.ymin = ymin;
-  b.xmax = xmax;
-  b.ymax = ymax;
-  return b;
-}
+using test::window;
 
 TEST(Ept, NodesOfAWindowAndALevel)
 {

@@ -13,6 +13,17 @@
 
 namespace heightgrid::test {
 
+/// x/y bounds from their four numbers.
+inline bounds window(double xmin, double ymin, double xmax, double ymax)
+{
+  bounds b;
+  b.xmin = xmin;
+  b.ymin = ymin;
+  b.xmax = xmax;
+  b.ymax = ymax;
+  return b;
+}
+
 using xyz = std::array<double, 3>;
 
 /// Every point of `source`, read `chunk_points` at a time; checks the chunk contract on the way.

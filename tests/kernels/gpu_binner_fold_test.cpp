@@ -8,6 +8,7 @@
 
 #include "heightgrid/kernels/gpu.hpp"
 #include "heightgrid/kernels/gpu_binner.hpp"
+#include "binner_extremes.hpp"
 
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/core/grid_spec.hpp"
@@ -64,23 +65,8 @@ struct device_bytes {
   device_bytes& operator=(device_bytes const&) = delete;
 };
 
-struct extremes {
-  std::vector<std::uint64_t> lo, hi;
-  std::vector<std::uint32_t> count;
-  std::uint64_t binned{0}, outside{0};
-};
-
-extremes download(gpu_binner& b, grid_spec const& g)
-{
-  extremes e;
-  e.lo.resize(g.num_cells());
-  e.hi.resize(g.num_cells());
-  e.count.resize(g.num_cells());
-  b.download_extremes(0, g.rows, e.lo.data(), e.hi.data(), e.count.data());
-  e.binned = b.points_binned();
-  e.outside = b.points_outside();
-  return e;
-}
+using test::binner_extremes;
+using test::download_extremes;
 
 scaled_coords transform(double s, double dx, double dz)
 {
@@ -145,8 +131,8 @@ TEST(GpuBinnerFold, DeviceRecordsFoldAsBatchesOfTheSameRecords)
     folded.wait_folds();
     folded.wait_folds();  // nothing pending: returns at once
     EXPECT_GT(folded.times().fold_ms, 0.0);
-    extremes const a = download(folded, g);
-    extremes const b = download(batches, g);
+    binner_extremes const a = download_extremes(folded, g);
+    binner_extremes const b = download_extremes(batches, g);
     EXPECT_EQ(a.lo, b.lo);
     EXPECT_EQ(a.hi, b.hi);
     EXPECT_EQ(a.count, b.count);

@@ -7,6 +7,7 @@
 
 #include "heightgrid/kernels/gpu.hpp"
 #include "heightgrid/kernels/gpu_binner.hpp"
+#include "binner_extremes.hpp"
 
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/core/grid_spec.hpp"
@@ -89,23 +90,8 @@ std::vector<filter_options> filters()
   return f;
 }
 
-struct extremes {
-  std::vector<std::uint64_t> lo, hi;
-  std::vector<std::uint32_t> count;
-  std::uint64_t binned{0}, outside{0};
-};
-
-extremes download(gpu_binner& b, grid_spec const& g)
-{
-  extremes e;
-  e.lo.resize(g.num_cells());
-  e.hi.resize(g.num_cells());
-  e.count.resize(g.num_cells());
-  b.download_extremes(0, g.rows, e.lo.data(), e.hi.data(), e.count.data());
-  e.binned = b.points_binned();
-  e.outside = b.points_outside();
-  return e;
-}
+using test::binner_extremes;
+using test::download_extremes;
 
 TEST(GpuBinnerRecords, DeviceDecodingEqualsCpuDecodingThenBinning)
 {
@@ -159,8 +145,8 @@ TEST(GpuBinnerRecords, DeviceDecodingEqualsCpuDecodingThenBinning)
         columns.submit(cols, {});
         columns.synchronize();
       }
-      extremes const a = download(records, g);
-      extremes const b = download(columns, g);
+      binner_extremes const a = download_extremes(records, g);
+      binner_extremes const b = download_extremes(columns, g);
       EXPECT_EQ(a.lo, b.lo);
       EXPECT_EQ(a.hi, b.hi);
       EXPECT_EQ(a.count, b.count);

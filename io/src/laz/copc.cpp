@@ -2,9 +2,9 @@
 
 #include "heightgrid/core/error.hpp"
 #include "las_internal.hpp"
+#include "las_layout.hpp"
 
 #include <cmath>
-#include <cstring>
 #include <map>
 #include <set>
 #include <string>
@@ -12,14 +12,6 @@
 
 namespace heightgrid::io::laz {
 namespace {
-
-template <class T>
-T load_le(std::uint8_t const* p)
-{
-  T value;
-  std::memcpy(&value, p, sizeof value);  // LAS is little-endian, so is every host we build for
-  return value;
-}
 
 constexpr std::size_t vlr_header_bytes = 54;
 constexpr std::size_t info_bytes = 160;
@@ -52,11 +44,11 @@ std::optional<copc_info> read_copc_info(las_header_info const& h, file_reader co
   std::uint8_t raw[info_bytes];
   read(vlr->offset + vlr_header_bytes, info_bytes, raw);
   copc_info info;
-  for (int a = 0; a < 3; ++a) { info.center[a] = load_le<double>(raw + 8 * a); }
-  info.halfsize = load_le<double>(raw + 24);
-  info.spacing = load_le<double>(raw + 32);
-  info.root_page_offset = load_le<std::uint64_t>(raw + 40);
-  info.root_page_bytes = load_le<std::uint64_t>(raw + 48);
+  for (int a = 0; a < 3; ++a) { info.center[a] = las_layout::load<double>(raw + 8 * a); }
+  info.halfsize = las_layout::load<double>(raw + 24);
+  info.spacing = las_layout::load<double>(raw + 32);
+  info.root_page_offset = las_layout::load<std::uint64_t>(raw + 40);
+  info.root_page_bytes = las_layout::load<std::uint64_t>(raw + 48);
   bool const finite = std::isfinite(info.center[0]) && std::isfinite(info.center[1]) &&
                       std::isfinite(info.center[2]) && std::isfinite(info.halfsize) && std::isfinite(info.spacing);
   if (!finite || !(info.halfsize > 0.0) || !(info.spacing > 0.0)) {
@@ -97,13 +89,13 @@ std::vector<copc_node> read_copc_hierarchy(las_header_info const& h, copc_info c
     for (std::size_t e = 0; e < size / entry_bytes; ++e) {
       std::uint8_t const* p = page.data() + e * entry_bytes;
       copc_node n;
-      n.level = load_le<std::int32_t>(p);
-      n.x = load_le<std::int32_t>(p + 4);
-      n.y = load_le<std::int32_t>(p + 8);
-      n.z = load_le<std::int32_t>(p + 12);
-      auto const offset = load_le<std::uint64_t>(p + 16);
-      auto const bytes = load_le<std::int32_t>(p + 24);
-      auto const points = load_le<std::int32_t>(p + 28);
+      n.level = las_layout::load<std::int32_t>(p);
+      n.x = las_layout::load<std::int32_t>(p + 4);
+      n.y = las_layout::load<std::int32_t>(p + 8);
+      n.z = las_layout::load<std::int32_t>(p + 12);
+      auto const offset = las_layout::load<std::uint64_t>(p + 16);
+      auto const bytes = las_layout::load<std::int32_t>(p + 24);
+      auto const points = las_layout::load<std::int32_t>(p + 28);
       std::string const entry = where + ", entry " + std::to_string(e) + " (node " + std::to_string(n.level) + "-" +
                                 std::to_string(n.x) + "-" + std::to_string(n.y) + "-" + std::to_string(n.z) + ")";
       std::int64_t const cells = n.level >= 0 && n.level <= max_level ? std::int64_t{1} << n.level : 0;
