@@ -254,9 +254,9 @@ int run_info(info_options const& o)
   for (auto const& arg : o.in.inputs) {
     if (!io::is_ept(arg)) { continue; }
     auto const ept = io::select_ept_nodes(arg, {});
-    say("%s: EPT, cube side %.6g, span %.6g, %s nodes, %s points (--copc-level auto reads down to the first level "
-        "whose spacing is at most the cell)\n",
-        arg.c_str(), ept.side, ept.span, with_commas(ept.report.nodes).c_str(), with_commas(ept.report.points).c_str());
+    say("%s: EPT of %s data, cube side %.6g, span %.6g, %s nodes, %s points (--copc-level auto reads down to the first "
+        "level whose spacing is at most the cell)\n",
+        arg.c_str(), ept.data_type.c_str(), ept.side, ept.span, with_commas(ept.report.nodes).c_str(), with_commas(ept.report.points).c_str());
     for (auto const& l : ept.levels) {
       say("    level %d: spacing %.6g, %s nodes, %s points\n", l.depth, l.spacing, with_commas(l.nodes).c_str(),
           with_commas(l.points).c_str());

@@ -273,6 +273,7 @@ input_format resolve_input_format(std::string const& path, input_format requeste
 
 std::unique_ptr<point_source> open_input(std::string const& path, input_options const& options)
 {
+  if (io::is_ept_node(path)) { return io::open_ept_node_source(path, options.dimension); }
   io::las_read_options las;
   las.chunk_points = options.chunk_points;
   switch (resolve_input_format(path, options.format)) {

@@ -3,7 +3,7 @@
 # As root it runs apt-get; otherwise it prints the exact command and fails.
 set -euo pipefail
 pkgs=(cmake make g++ pkg-config libgdal-dev gdal-bin libspdlog-dev libfmt-dev libcli11-dev
-      libgtest-dev googletest clang libclang-rt-14-dev libomp-dev gnuplot-nox nlohmann-json3-dev
+      libgtest-dev googletest clang libclang-rt-14-dev libomp-dev gnuplot-nox nlohmann-json3-dev libzstd-dev
       libopenmpi-dev openmpi-bin pybind11-dev python3-dev python3-numpy dpkg-dev)
 missing=()
 for p in "${pkgs[@]}"; do

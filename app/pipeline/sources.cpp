@@ -1,6 +1,7 @@
 #include "pipeline/sources.hpp"
 
 #include "heightgrid/core/error.hpp"
+#include "heightgrid/io/ept.hpp"
 #include "heightgrid/io/las_reader.hpp"
 
 #include <algorithm>
@@ -64,6 +65,11 @@ class sequential_part_source final : public part_source {
 std::unique_ptr<part_source> open_part_source(std::string const& path, input_options const& options)
 {
   std::size_t const part = options.chunk_points;
+  if (io::is_ept_node(path)) {
+    // A binary or zstandard EPT node: records by the dataset's schema, read in order.
+    return sequential_parts([path, dimension = options.dimension] { return io::open_ept_node_source(path, dimension); },
+                            part);
+  }
   auto const format = resolve_input_format(path, options.format);
   if (format == input_format::las) { return io::open_las_parts(path, part, options.dimension); }
   input_options o = options;

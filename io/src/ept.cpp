@@ -69,9 +69,11 @@ ept_selection select_ept_nodes(std::string const& path, read_region const& regio
   std::string const shown_json = base + "/ept.json";
   CPLJSONObject const root = load(gdal_base + "/ept.json", shown_json);
   std::string const type = root.GetString("dataType", "");
-  if (type != "laszip") {
-    throw error(error_kind::input, shown_json + ": dataType '" + type +
-                                     "': heightgrid reads EPT datasets of laszip data (binary and zstandard not yet)");
+  // Node files: ept-data/D-X-Y-Z.laz (laszip), .bin (binary records by the schema), .zst (those
+  // records zstandard-compressed).
+  std::string const extension = type == "laszip" ? ".laz" : type == "binary" ? ".bin" : type == "zstandard" ? ".zst" : "";
+  if (extension.empty()) {
+    throw error(error_kind::input, shown_json + ": dataType '" + type + "' is not laszip, binary or zstandard");
   }
   CPLJSONArray const b = root.GetArray("bounds");
   if (!b.IsValid() || b.Size() != 6) { throw error(error_kind::input, shown_json + ": 'bounds' is not 6 numbers"); }
@@ -112,6 +114,7 @@ ept_selection select_ept_nodes(std::string const& path, read_region const& regio
   ept_selection out;
   out.side = side0;
   out.span = span;
+  out.data_type = type;
   for (auto const& [k, points] : nodes) {
     if (out.levels.empty() || out.levels.back().depth != static_cast<int>(k[0])) {
       out.levels.push_back({static_cast<int>(k[0]), side0 / span / std::ldexp(1.0, static_cast<int>(k[0])), 0, 0});
@@ -150,7 +153,7 @@ ept_selection select_ept_nodes(std::string const& path, read_region const& regio
     r.nodes_read += 1;
     r.points_read += points;
     r.deepest_read = std::max(r.deepest_read, static_cast<int>(k[0]));
-    out.files.push_back(base + "/ept-data/" + key_name(k) + ".laz");
+    out.files.push_back(base + "/ept-data/" + key_name(k) + extension);
   }
   return out;
 }

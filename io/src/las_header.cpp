@@ -7,6 +7,7 @@
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/io/gdal_env.hpp"
 #include "heightgrid/io/remote.hpp"
+#include "gdal_internal.hpp"
 #include "las_internal.hpp"
 #include "las_layout.hpp"
 #include "laz/laz_arith.hpp"
@@ -567,10 +568,6 @@ las_header_info read_las_header(std::string const& path)
 
 namespace detail {
 
-namespace {
-std::atomic<std::uint64_t> remote_bytes{0};  ///< remote_bytes_requested()
-}  // namespace
-
 /// Free VSI handles of a remote file, reused by later reads (a handle is used by one thread at a time).
 struct las_file::vsi_handles {
   std::mutex mutex;
@@ -655,7 +652,7 @@ std::size_t las_file::read_remote(std::uint64_t offset, std::size_t count, std::
   if (failed) {
     throw error(error_kind::input, path_ + ": byte " + std::to_string(offset + got) + ": read failed: " + why);
   }
-  remote_bytes += got;
+  note_remote_bytes(got);
   return got;
 }
 
@@ -738,7 +735,5 @@ laz::laz_file_layout laz_layout_of(las_header_info const& h)
 }
 
 }  // namespace detail
-
-std::uint64_t remote_bytes_requested() noexcept { return detail::remote_bytes.load(); }
 
 }  // namespace heightgrid::io

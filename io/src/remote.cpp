@@ -1,6 +1,9 @@
 #include "heightgrid/io/remote.hpp"
 
+#include "gdal_internal.hpp"
+
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <utility>
 
@@ -40,5 +43,13 @@ std::string remote_extension(std::string const& path)
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
   return ext;
 }
+
+namespace {
+std::atomic<std::uint64_t> remote_bytes{0};  ///< remote_bytes_requested()
+}  // namespace
+
+void detail::note_remote_bytes(std::uint64_t bytes) noexcept { remote_bytes += bytes; }
+
+std::uint64_t remote_bytes_requested() noexcept { return remote_bytes.load(); }
 
 }  // namespace heightgrid::io
