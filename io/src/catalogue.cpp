@@ -4,6 +4,7 @@
 #include "heightgrid/io/gdal_env.hpp"
 #include "heightgrid/io/remote.hpp"
 
+#include <cpl_error.h>
 #include <cpl_json.h>
 #include <cpl_vsi.h>
 
@@ -41,16 +42,30 @@ constexpr std::size_t max_catalogue_bytes = std::size_t{256} << 20;
 std::string slurp(std::string const& path, std::size_t limit = max_catalogue_bytes)
 {
   std::string const gdal = remote_path(path).value_or(path);
+  CPLErrorReset();
   VSILFILE* f = VSIFOpenL(gdal.c_str(), "rb");
-  if (f == nullptr) { throw error(error_kind::input, path + ": cannot open the catalogue: " + gdal_last_error()); }
+  if (f == nullptr) {
+    // GDAL gives no reason for a missing file, local or remote (404).
+    std::string const why = CPLGetLastErrorType() >= CE_Failure ? gdal_last_error() : "not found or not reachable";
+    throw error(error_kind::input, path + ": cannot open the catalogue: " + why);
+  }
+  // The size first: a remote read cut short (a reset connection) ends as the file's end would.
+  bool const sized = VSIFSeekL(f, 0, SEEK_END) == 0;
+  vsi_l_offset const size = sized ? VSIFTellL(f) : 0;
   std::string out;
   char buffer[65536];
-  for (;;) {
+  CPLErrorReset();
+  bool const rewound = VSIFSeekL(f, 0, SEEK_SET) == 0;
+  while (rewound) {
     std::size_t const n = VSIFReadL(buffer, 1, sizeof buffer, f);
     out.append(buffer, n);
     if (n < sizeof buffer || out.size() >= limit) { break; }
   }
   VSIFCloseL(f);
+  if (!rewound || (sized && out.size() < size && out.size() < limit)) {
+    throw error(error_kind::input,
+                path + ": byte " + std::to_string(out.size()) + ": read failed: " + remote_read_failure());
+  }
   if (limit == max_catalogue_bytes && out.size() >= limit) {
     throw error(error_kind::input, path + ": a catalogue of more than 256 MiB is not read");
   }

@@ -583,6 +583,7 @@ las_file::las_file(std::string path) : path_(std::move(path))
   if (auto const remote = remote_path(path_)) {
     vsi_path_ = *remote;
     VSIStatBufL st{};
+    CPLErrorReset();
     if (VSIStatExL(vsi_path_.c_str(), &st, VSI_STAT_EXISTS_FLAG | VSI_STAT_NATURE_FLAG | VSI_STAT_SIZE_FLAG) != 0) {
       throw error(error_kind::input, path_ + ": cannot open through GDAL (" + vsi_path_ +
                                        "): not found or not reachable (" + gdal_last_error() + ")");
@@ -641,10 +642,11 @@ std::size_t las_file::read_remote(std::uint64_t offset, std::size_t count, std::
                                      ": cannot open through GDAL again: " + gdal_last_error());
   }
   std::size_t got = 0;
+  CPLErrorReset();  // a reason GDAL gives below is this read's, not an earlier one's
   bool const sought = VSIFSeekL(h, static_cast<vsi_l_offset>(offset), SEEK_SET) == 0;
   if (sought && count > 0) { got = VSIFReadL(out, 1, count, h); }
   bool const failed = !sought || (got < count && offset + got < size_);
-  std::string const why = failed ? gdal_last_error() : std::string();
+  std::string const why = failed ? remote_read_failure() : std::string();
   {
     std::lock_guard<std::mutex> lock(vsi_->mutex);
     vsi_->free.push_back(h);

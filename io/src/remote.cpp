@@ -1,5 +1,6 @@
 #include "heightgrid/io/remote.hpp"
 
+#include "heightgrid/io/gdal_env.hpp"
 #include "gdal_internal.hpp"
 
 #include <algorithm>
@@ -51,5 +52,11 @@ std::atomic<std::uint64_t> remote_bytes{0};  ///< remote_bytes_requested()
 void detail::note_remote_bytes(std::uint64_t bytes) noexcept { remote_bytes += bytes; }
 
 std::uint64_t remote_bytes_requested() noexcept { return remote_bytes.load(); }
+
+std::string remote_read_failure()
+{
+  if (CPLGetLastErrorType() >= CE_Failure) { return gdal_last_error(); }
+  return "the transfer stopped short (the connection was closed, reset or timed out)";
+}
 
 }  // namespace heightgrid::io

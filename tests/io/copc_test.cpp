@@ -181,33 +181,44 @@ TEST(Copc, PdalsCopcFileWindowsAsItsLasTwin)
 
 TEST(Copc, AMalformedHierarchyIsNamedAndTheFileReadWhole)
 {
-  // The root page's first entry gets level 40: outside every level.
+  // The root page's first entry (node 0-0-0-0: 32 points in 586 bytes at byte 691) gets level 40,
+  // outside every level; or its bytes at 10^9, past the end of the file; or -5 points.
+  struct damage {
+    std::size_t field;  ///< the byte of the entry written: level (0), offset (16), point count (28)
+    std::int64_t value;
+    std::size_t width;  ///< 4 or 8 bytes, little-endian
+    char const* named;
+  };
   auto const dir = std::filesystem::temp_directory_path() / ("hg_copc_" + std::to_string(::getpid()));
   std::filesystem::create_directories(dir);
   auto const bad = dir / "bad.copc.laz";
-  std::filesystem::copy_file(octree_file(), bad, std::filesystem::copy_options::overwrite_existing);
-  {
-    std::fstream f(bad, std::ios::in | std::ios::out | std::ios::binary);
-    f.seekg(375 + 54 + 40);  // the info VLR's root page offset
-    std::uint64_t page = 0;
-    f.read(reinterpret_cast<char*>(&page), 8);
-    f.seekp(static_cast<std::streamoff>(page));
-    std::int32_t const level = 40;
-    f.write(reinterpret_cast<char const*>(&level), 4);
+  for (auto const& d : {damage{0, 40, 4, "the key lies outside its level"},
+                        damage{16, 1000000000, 8, "(node 0-0-0-0): 586 bytes at 1000000000 lie outside the file"},
+                        damage{28, -5, 4, "entry 0 (node 0-0-0-0): a point count of -5"}}) {
+    SCOPED_TRACE(d.named);
+    std::filesystem::copy_file(octree_file(), bad, std::filesystem::copy_options::overwrite_existing);
+    {
+      std::fstream f(bad, std::ios::in | std::ios::out | std::ios::binary);
+      f.seekg(375 + 54 + 40);  // the info VLR's root page offset
+      std::uint64_t page = 0;
+      f.read(reinterpret_cast<char*>(&page), 8);
+      f.seekp(static_cast<std::streamoff>(page + d.field));
+      f.write(reinterpret_cast<char const*>(&d.value), static_cast<std::streamsize>(d.width));  // x86: little-endian
+    }
+    // Not COPC-readable any more, but its chunk table gives every point: read whole, with a warning.
+    auto part = open_las_parts(bad.string(), 100);
+    ASSERT_EQ(part->info().notes.size(), 1U);
+    std::string const m = part->info().notes.front();
+    EXPECT_NE(m.find("bad.copc.laz: COPC: the hierarchy page at byte"), std::string::npos) << m;
+    EXPECT_NE(m.find(d.named), std::string::npos) << m;
+    EXPECT_NE(m.find("the file is read whole, as plain LAZ"), std::string::npos) << m;
+    read_region region;
+    region.window = window(500045, 4100045, 500055, 4100055);
+    EXPECT_EQ(part->restrict_to(region).sources, 0U);
+    EXPECT_EQ(test::read_parts(*part, filter_options::keep_all(), 2).points.size(), 20000U);
+    // read_copc_summary (info) names the problem.
+    EXPECT_THROW((void)read_copc_summary(bad.string()), error);
   }
-  // Not COPC-readable any more, but its chunk table gives every point: read whole, with a warning.
-  auto part = open_las_parts(bad.string(), 100);
-  ASSERT_EQ(part->info().notes.size(), 1U);
-  std::string const m = part->info().notes.front();
-  EXPECT_NE(m.find("bad.copc.laz: COPC: the hierarchy page at byte"), std::string::npos) << m;
-  EXPECT_NE(m.find("the key lies outside its level"), std::string::npos) << m;
-  EXPECT_NE(m.find("the file is read whole, as plain LAZ"), std::string::npos) << m;
-  read_region region;
-  region.window = window(500045, 4100045, 500055, 4100055);
-  EXPECT_EQ(part->restrict_to(region).sources, 0U);
-  EXPECT_EQ(test::read_parts(*part, filter_options::keep_all(), 2).points.size(), 20000U);
-  // read_copc_summary (info) names the problem.
-  EXPECT_THROW((void)read_copc_summary(bad.string()), error);
   std::filesystem::remove_all(dir);
 }
 

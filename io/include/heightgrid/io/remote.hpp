@@ -22,6 +22,11 @@ namespace heightgrid::io {
 /// ("https://h/a/T.LAZ?sig=1" -> ".laz"); "" when none.
 [[nodiscard]] std::string remote_extension(std::string const& path);
 
+/// Why a read through GDAL's VSI layer came back short: GDAL's message for the last failure on this
+/// thread (call CPLErrorReset() before the read), else that the transfer stopped short, for which
+/// GDAL 3.6 gives no reason (it logs curl's, a reset connection or a timeout, at debug level only).
+[[nodiscard]] std::string remote_read_failure();
+
 /// Bytes this process has asked of GDAL's VSI layer for remote inputs so far (GDAL fetches whole
 /// blocks of its cache, 16 KiB by default, so the network carries somewhat more).
 [[nodiscard]] std::uint64_t remote_bytes_requested() noexcept;
