@@ -312,12 +312,16 @@ int run_compare(compare_options const& o)
   auto const filter = make_filter(o.in);
   auto modes = parse_modes(o.modes);
   // Order statistics: the reduce modes compute the other bands, the GPU sorts and cpu these.
+  HG_EXPECTS(!request.density, error_kind::usage,
+             "--metrics density: compare measures the reductions; grid writes density (count / cell area)");
   metric_request reduce_request = request;
   reduce_request.percentiles.clear();
   reduce_request.prange = false;
+  reduce_request.shapes.clear();
   metric_request order_request{};
   order_request.percentiles = request.percentiles;
   order_request.prange = request.prange;
+  order_request.shapes = request.shapes;
   order_request.prange_lo = request.prange_lo;
   order_request.prange_hi = request.prange_hi;
   bool const reduce_bands = request.range || request.min || request.max || request.count || request.mean ||
@@ -332,7 +336,7 @@ int run_compare(compare_options const& o)
   }
   for (auto const& m : modes) {
     HG_EXPECTS(!m.order || request.needs_order(), error_kind::usage,
-            "--modes " + m.name + " sorts for percentiles, median or prange, which --metrics does not ask for");
+            "--modes " + m.name + " sorts for percentiles, median, prange or shape metrics, which --metrics does not ask for");
   }
   HG_EXPECTS(o.repeat >= 1, error_kind::usage, "--repeat must be >= 1");
   auto const csr = parse_csr_method(o.csr.empty() ? std::string(csr_method_name(default_csr_method)) : o.csr);

@@ -244,6 +244,7 @@ CLI::App* add_grid_command(CLI::App& app, grid_options& o)
   add_geometry_options(*cmd, o.geometry);
   add_metrics_option(*cmd, o.metrics, "Bands to write, in order");
   add_prange_option(*cmd, o.prange);
+  add_cover_option(*cmd, o.cover_above);
   cmd->add_option("--nodata", o.nodata, "Value of empty cells in float bands ('nan' or a number)")->default_val("nan");
   cmd->add_option("--a_srs", o.a_srs, "Assign this CRS to the output (EPSG:code, WKT, PROJ string)");
   cmd->add_option("--of", o.output_format,
@@ -308,7 +309,7 @@ int run_grid(grid_options const& o)
   HG_EXPECTS(!o.output.empty(), error_kind::usage, "-o/--output is required");
   auto const [xres, yres] = cell_size(o.geometry);
   auto const fixed = fixed_grid(o.geometry);
-  auto const [metrics, request] = parse_metrics(o.metrics, o.prange);
+  auto const [metrics, request] = parse_metrics(o.metrics, o.prange, o.cover_above);
   float const nodata = parse_nodata(o.nodata);
   auto const filter = make_filter(o.in);
   std::optional<io::raster_data_type> output_type;

@@ -20,6 +20,7 @@ struct grid_options {
   std::string output;
   std::string metrics{"range"};
   std::string prange{"5,95"};
+  double cover_above{2.0};  ///< --cover-above
   std::string nodata{"nan"};
   std::string a_srs;
   std::string output_format;  ///< --of; empty: from the output's extension (GTiff by default)

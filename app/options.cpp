@@ -138,8 +138,16 @@ void add_metrics_option(CLI::App& cmd, std::string& metrics, std::string const& 
 {
   cmd.add_option("--metrics", metrics,
                  what + ": range,min,max,count,mean,stddev, pNN (a percentile 0-100, e.g. p95, p2.5), median, "
-                        "prange (robust range, see --prange)")
+                        "prange (robust range, see --prange), skewness, kurtosis, cover (share above --cover-above), "
+                        "above:H (share above H), zbin:H1,H2,... (share in each slice [Hi, Hi+1), a band each), "
+                        "entropy (lidR's, 1-unit bins), density (points per square unit)")
     ->default_val("range");
+}
+
+void add_cover_option(CLI::App& cmd, double& cover_above)
+{
+  cmd.add_option("--cover-above", cover_above, "Height above which points count for the cover metric")
+    ->default_val(2.0);
 }
 
 void add_prange_option(CLI::App& cmd, std::string& prange)
@@ -147,10 +155,15 @@ void add_prange_option(CLI::App& cmd, std::string& prange)
   cmd.add_option("--prange", prange, "Percentiles LO,HI of the prange metric (pHI - pLO)")->default_val("5,95");
 }
 
-metric_selection parse_metrics(std::string const& metrics, std::string const& prange)
+metric_selection parse_metrics(std::string const& metrics, std::string const& prange, double cover_above)
 {
+  HG_EXPECTS(std::isfinite(cover_above), error_kind::usage,
+             "--cover-above: " + std::to_string(cover_above) + " is not a finite height");
   metric_selection s;
   s.bands = parse_metric_list(metrics);
+  for (auto& m : s.bands) {
+    if (m.kind == metric_kind::cover) { m.p = cover_above; }
+  }
   auto const [lo, hi] = parse_prange(prange);
   s.request = metric_request::from(s.bands, lo, hi);
   return s;

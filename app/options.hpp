@@ -68,8 +68,11 @@ struct metric_selection {
   std::vector<metric> bands;
   metric_request request;
 };
-/// Throws error_kind::usage naming the bad value.
-[[nodiscard]] metric_selection parse_metrics(std::string const& metrics, std::string const& prange);
+/// Throws error_kind::usage naming the bad value. `cover_above`: the height of the cover metric.
+[[nodiscard]] metric_selection parse_metrics(std::string const& metrics, std::string const& prange,
+                                             double cover_above = 2.0);
+/// --cover-above H (default 2).
+void add_cover_option(CLI::App& cmd, double& cover_above);
 
 /// How a job runs: where (--device), on how many threads, within how much memory.
 struct run_options {

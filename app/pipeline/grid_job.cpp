@@ -752,7 +752,8 @@ class grid_job {
     std::uint32_t const rows_in_band = out_rows_end - band.first_row;
     std::uint32_t const rows_per =
       static_cast<std::uint32_t>(std::max<std::uint64_t>(1, window_cells / std::max<std::uint32_t>(1, band.grid.cols)));
-    metric_request const fin = o_.request;
+    metric_request fin = o_.request;
+    fin.cell_area = std::fabs(out_grid.xres * out_grid.yres);
     metric_request with_count = fin;
     with_count.count = true;  // the device's windows: non-empty cells and the total are counted from it
     bool const host_only = !gpu_used_;
@@ -774,6 +775,7 @@ class grid_job {
         auto const view = merged_window(band, r, rows, scratch);
         window = finalize_window(view, 0, band.grid.cols, rows, out_grid.cols, fin, o_.nodata, &c);
       }
+      window.add_density(fin, o_.nodata);
       std::uint32_t largest = c.largest;
       std::uint64_t const total = c.total, non_empty = c.non_empty;
       if (host_only && !host_->keeps_counts()) { largest = 0; }  // counts of 0 or 1: no maximum known

@@ -38,7 +38,7 @@ struct metric_row {
   std::string_view description;  ///< written into the band metadata (pNN and prange build theirs)
 };
 /// The metrics with fixed names, in the order of the usage message (pNN has no row: it is parsed).
-constexpr std::array<metric_row, 8> metrics{{
+constexpr std::array<metric_row, 13> metrics{{
   {metric::range, "range", "height range (max z - min z)"},
   {metric::min, "min", "minimum z"},
   {metric::max, "max", "maximum z"},
@@ -47,7 +47,15 @@ constexpr std::array<metric_row, 8> metrics{{
   {metric::stddev, "stddev", "population standard deviation of z"},
   {metric::median, "median", "median of z (the 50th percentile, as numpy.percentile(z, 50))"},
   {metric::prange, "prange", ""},
+  {metric::skewness, "skewness", "skewness of z (scipy.stats.skew, biased: m3 / m2^1.5)"},
+  {metric::kurtosis, "kurtosis", "excess kurtosis of z (scipy.stats.kurtosis, Fisher, biased: m4 / m2^2 - 3)"},
+  {metric::cover(), "cover", ""},
+  {metric::entropy, "entropy", "normalised entropy of z in 1-unit bins from 0 (lidR's entropy(z, by = 1))"},
+  {metric::density, "density", "points per square unit of the cell"},
 }};
+
+/// A decimal with an optional sign ("-1.5", "2", "+3"), as the heights of above: and zbin: are.
+std::optional<double> signed_decimal(std::string_view text) noexcept;
 
 /// The shortest plain decimal (no exponent) that reads back as `p` ("95", "2.5", "99.95"), for
 /// 0 <= p <= 100.
@@ -80,12 +88,29 @@ std::optional<double> plain_decimal(std::string_view text) noexcept
   return std::strtod(std::string(text).c_str(), nullptr);
 }
 
+std::optional<double> signed_decimal(std::string_view text) noexcept
+{
+  bool const negative = !text.empty() && text.front() == '-';
+  if (!text.empty() && (text.front() == '-' || text.front() == '+')) { text.remove_prefix(1); }
+  auto const v = plain_decimal(text);
+  if (!v) { return std::nullopt; }
+  return negative ? -*v : *v;
+}
+
+/// A height as a band name shows it ("2", "-0.5", "12.25").
+std::string height_name(double h) { return (h < 0.0 ? "-" : "") + shortest_decimal(std::fabs(h)); }
+
 }  // namespace
 
 std::string metric_name(metric m)
 {
-  if (m.kind == metric_kind::percentile) { return "p" + shortest_decimal(m.p); }
-  return std::string(name_in(metrics, m));
+  switch (m.kind) {
+    case metric_kind::percentile: return "p" + shortest_decimal(m.p);
+    case metric_kind::above: return "above:" + height_name(m.p);
+    case metric_kind::zbin: return "zbin:" + height_name(m.p) + ".." + height_name(m.q);
+    case metric_kind::cover: return "cover";
+    default: return std::string(name_in(metrics, m));
+  }
 }
 
 std::string metric_description(metric m, double prange_lo, double prange_hi)
@@ -97,6 +122,12 @@ std::string metric_description(metric m, double prange_lo, double prange_hi)
     return "robust height range: " + shortest_decimal(prange_hi) + "th - " + shortest_decimal(prange_lo) +
            "th percentile of z";
   }
+  switch (m.kind) {
+    case metric_kind::cover: return "share of points above " + height_name(m.p) + " (--cover-above)";
+    case metric_kind::above: return "share of points above " + height_name(m.p);
+    case metric_kind::zbin: return "share of points with " + height_name(m.p) + " <= z < " + height_name(m.q);
+    default: break;
+  }
   auto const* row = row_in(metrics, m);
   return row == nullptr ? std::string("?") : std::string(row->description);
 }
@@ -104,6 +135,10 @@ std::string metric_description(metric m, double prange_lo, double prange_hi)
 std::optional<metric> parse_metric(std::string_view name) noexcept
 {
   if (auto const m = parse_in(metrics, name)) { return m; }
+  if (name.size() > 6 && name.substr(0, 6) == "above:") {
+    if (auto const h = signed_decimal(name.substr(6))) { return metric::above(*h); }
+    return std::nullopt;
+  }
   if (name.size() >= 2 && name.front() == 'p') {
     auto const p = plain_decimal(name.substr(1));
     if (p && *p >= 0.0 && *p <= 100.0) { return metric::percentile(*p); }
@@ -115,17 +150,48 @@ std::vector<metric> parse_metric_list(std::string_view list)
 {
   std::vector<metric> out;
   std::size_t pos = 0;
+  auto const next_token = [&list](std::size_t at) { return list.substr(at, std::min(list.find(',', at), list.size()) - at); };
   while (pos <= list.size()) {
     auto const comma = std::min(list.find(',', pos), list.size());
     auto const name = list.substr(pos, comma - pos);
+    if (name.substr(0, 5) == "zbin:") {
+      // zbin:H1,H2,...: the numbers up to the next name.
+      std::vector<double> heights;
+      std::string_view token = name.substr(5);
+      std::size_t end = comma;
+      for (;;) {
+        auto const h = signed_decimal(token);
+        HG_EXPECTS(h.has_value(), error_kind::usage,
+                   "--metrics: zbin: '" + std::string(token) + "' is not a height (zbin:H1,H2,... takes increasing numbers)");
+        HG_EXPECTS(heights.empty() || *h > heights.back(), error_kind::usage,
+                   "--metrics: zbin: the heights must increase (" + std::string(token) + " after " +
+                     height_name(heights.empty() ? 0.0 : heights.back()) + ")");
+        heights.push_back(*h);
+        if (end >= list.size() || !signed_decimal(next_token(end + 1))) { break; }
+        token = next_token(end + 1);
+        end = std::min(list.find(',', end + 1), list.size());
+      }
+      HG_EXPECTS(heights.size() >= 2, error_kind::usage,
+                 "--metrics: zbin: needs at least two heights (zbin:H1,H2,... gives the slices between them)");
+      for (std::size_t k = 0; k + 1 < heights.size(); ++k) {
+        auto const m = metric::zbin(heights[k], heights[k + 1]);
+        HG_EXPECTS(std::find(out.begin(), out.end(), m) == out.end(), error_kind::usage,
+                   "--metrics: metric '" + metric_name(m) + "' is listed twice");
+        out.push_back(m);
+      }
+      pos = end + 1;
+      continue;
+    }
     auto const m = parse_metric(name);
     bool const percentile_like = !name.empty() && name.front() == 'p' && name != "prange";
     HG_EXPECTS(m.has_value(), error_kind::usage,
             percentile_like
               ? "--metrics: '" + std::string(name) +
                   "' is not a percentile: pNN takes a number from 0 to 100 (decimals allowed, e.g. p95, p2.5)"
-              : "--metrics: unknown metric '" + std::string(name) +
-                  "' (expected a comma-separated list of " + names_in(metrics, ", ") + ", pNN)");
+              : name.substr(0, 6) == "above:"
+                  ? "--metrics: '" + std::string(name) + "': above:H takes a height (e.g. above:2)"
+                  : "--metrics: unknown metric '" + std::string(name) + "' (expected a comma-separated list of " +
+                      names_in(metrics, ", ") + ", pNN, above:H, zbin:H1,H2,...)");
     HG_EXPECTS(std::find(out.begin(), out.end(), *m) == out.end(), error_kind::usage,
             "--metrics: metric '" + std::string(name) + "' is listed twice");
     out.push_back(*m);
@@ -168,9 +234,32 @@ metric_request metric_request::from(std::vector<metric> const& metrics, double p
       case metric_kind::percentile: add_percentile(m.p); break;
       case metric_kind::median: add_percentile(50.0); break;
       case metric_kind::prange: r.prange = true; break;
+      case metric_kind::skewness:
+      case metric_kind::kurtosis:
+      case metric_kind::cover:
+      case metric_kind::above:
+      case metric_kind::zbin:
+      case metric_kind::entropy:
+        if (std::find(r.shapes.begin(), r.shapes.end(), m) == r.shapes.end()) { r.shapes.push_back(m); }
+        break;
+      case metric_kind::density:
+        r.density = true;
+        r.count = true;
+        break;
     }
   }
   return r;
+}
+
+void cell_results::add_density(metric_request const& request, float nodata)
+{
+  if (!request.density) { return; }
+  HG_EXPECTS(count.size() > 0 || density.size() == 0, error_kind::internal, "cell_results: density without counts");
+  density.resize(count.size());
+  double const area = request.cell_area;
+  for (std::size_t i = 0; i < count.size(); ++i) {
+    density[i] = count[i] == 0 ? nodata : static_cast<float>(static_cast<double>(count[i]) / area);
+  }
 }
 
 column<float> const& cell_results::float_column(metric m) const
@@ -190,6 +279,17 @@ column<float> const& cell_results::float_column(metric m) const
       }
       break;
     }
+    case metric_kind::skewness:
+    case metric_kind::kurtosis:
+    case metric_kind::cover:
+    case metric_kind::above:
+    case metric_kind::zbin:
+    case metric_kind::entropy:
+      for (std::size_t k = 0; k < shape_of.size() && k < shape.size(); ++k) {
+        if (shape_of[k] == m) { return shape[k]; }
+      }
+      break;
+    case metric_kind::density: return density;
     case metric_kind::count: break;
   }
   throw error(error_kind::internal, "cell_results: no float column for " + metric_name(m));

@@ -1,5 +1,7 @@
 #include "heightgrid/core/order_store.hpp"
 
+#include "heightgrid/core/shape_metrics.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -15,6 +17,8 @@ void size_order_columns(cell_results& out, metric_request const& request, std::s
   out.percentile.assign(request.percentiles.size(), column<float>(cells));
   out.percentile_of = request.percentiles;
   if (request.prange) { out.prange.resize(cells); }
+  out.shape.assign(request.shapes.size(), column<float>(cells));
+  out.shape_of = request.shapes;
 }
 
 void finalize_order_cell(double const* sorted, std::uint64_t n, metric_request const& request, cell_results& out,
@@ -27,6 +31,10 @@ void finalize_order_cell(double const* sorted, std::uint64_t n, metric_request c
     out.prange[o] = n == 0 ? nodata
                            : static_cast<float>(percentile_of_sorted(sorted, n, request.prange_hi) -
                                                 percentile_of_sorted(sorted, n, request.prange_lo));
+  }
+  for (std::size_t k = 0; k < request.shapes.size(); ++k) {
+    double const v = n == 0 ? NAN : shape_of_sorted(sorted, n, request.shapes[k]);
+    out.shape[k][o] = std::isnan(v) ? nodata : static_cast<float>(v);
   }
 }
 
@@ -92,6 +100,7 @@ void order_store::copy_window(std::uint64_t first, std::uint32_t band_cols, std:
   };
   for (std::size_t k = 0; k < request.percentiles.size(); ++k) { copy(bands_.percentile[k], out.percentile[k]); }
   if (request.prange) { copy(bands_.prange, out.prange); }
+  for (std::size_t k = 0; k < request.shapes.size(); ++k) { copy(bands_.shape[k], out.shape[k]); }
 }
 
 }  // namespace heightgrid

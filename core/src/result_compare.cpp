@@ -118,6 +118,17 @@ std::optional<band_difference> first_difference(cell_results const& a, cell_resu
       return band_difference{metric::prange, *i, at(a.prange, *i), at(b.prange, *i)};
     }
   }
+  // So are the shape metrics (one rule over the sorted values, no library maths) and density.
+  for (std::size_t k = 0; k < request.shapes.size(); ++k) {
+    auto const& x = k < a.shape.size() ? a.shape[k] : none;
+    auto const& y = k < b.shape.size() ? b.shape[k] : none;
+    if (auto i = first_mismatch(x, y, exact)) { return band_difference{request.shapes[k], *i, at(x, *i), at(y, *i)}; }
+  }
+  if (request.density) {
+    if (auto i = first_mismatch(a.density, b.density, exact)) {
+      return band_difference{metric::density, *i, at(a.density, *i), at(b.density, *i)};
+    }
+  }
   float_band const sums[] = {
     {request.mean, metric::mean, a.mean, b.mean},
     {request.stddev, metric::stddev, a.stddev, b.stddev},

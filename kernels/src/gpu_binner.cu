@@ -758,6 +758,8 @@ cell_results gpu_binner::finalize_rows(std::uint32_t row0, std::uint32_t rows, s
     };
     for (std::size_t k = 0; k < request.percentiles.size(); ++k) { copy_column(k, r.percentile[k]); }
     if (request.prange) { copy_column(request.percentiles.size(), r.prange); }
+    std::size_t const first_shape = request.percentiles.size() + (request.prange ? 1 : 0);
+    for (std::size_t k = 0; k < request.shapes.size(); ++k) { copy_column(first_shape + k, r.shape[k]); }
   }
   stop.record(st);
   HG_CUDA_TRY(cudaStreamSynchronize(st));

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "heightgrid/core/order_store.hpp"
+#include "heightgrid/core/shape_metrics.hpp"
 
 namespace heightgrid::detail {
 namespace {
@@ -54,6 +55,38 @@ static __global__ void __launch_bounds__(batch_policy::block_threads)
       set.prange[c] = n == 0 ? nodata
                              : static_cast<float>(percentile_of_sorted(v, n, set.hi) -
                                                   percentile_of_sorted(v, n, set.lo));
+    }
+  }
+}
+
+/// Shape metrics a launch can take by value (more are done in several launches).
+constexpr int max_shapes_per_launch = 16;
+
+struct shape_set {
+  metric m[max_shapes_per_launch];
+  float* column[max_shapes_per_launch];
+  int n;
+};
+
+/// Mapping: one thread per cell, grid-stride.
+/// Preconditions: as percentiles_thread_per_cell_kernel.
+/// Result: column k of cell c = float(shape_of_sorted(values, n, m[k])); nodata for empty cells and
+///   where the metric has none. Valid once the kernel has completed.
+static __global__ void __launch_bounds__(batch_policy::block_threads)
+  shapes_thread_per_cell_kernel(std::uint64_t const* __restrict__ keys, std::uint64_t const* __restrict__ offsets,
+                                std::uint64_t cells, shape_set set, float nodata)
+{
+  struct decoded {
+    std::uint64_t const* k;
+    __host__ __device__ double operator[](std::uint64_t i) const noexcept { return from_ordered_key(k[i]); }
+  };
+  for (std::uint64_t c = global_thread_index(); c < cells; c += grid_threads()) {
+    std::uint64_t const begin = offsets[c];
+    std::uint64_t const n = offsets[c + 1] - begin;
+    decoded const v{keys + begin};
+    for (int k = 0; k < set.n; ++k) {
+      double const value = n == 0 ? NAN : shape_of_sorted(v, n, set.m[k]);
+      set.column[k][c] = isnan(value) ? nodata : static_cast<float>(value);
     }
   }
 }
@@ -156,23 +189,38 @@ void order_finalize(cell_id* keys, std::uint64_t* z, std::uint64_t n, std::uint3
   // Percentile columns, in launches of up to max_percentiles_per_launch; prange with the first.
   std::size_t const k = request.percentiles.size();
   std::size_t done = 0;
-  do {
-    percentile_set set{};
-    set.n = static_cast<int>(std::min<std::size_t>(max_percentiles_per_launch, k - done));
+  if (k > 0 || request.prange) {
+    do {
+      percentile_set set{};
+      set.n = static_cast<int>(std::min<std::size_t>(max_percentiles_per_launch, k - done));
+      for (int j = 0; j < set.n; ++j) {
+        set.p[j] = request.percentiles[done + static_cast<std::size_t>(j)];
+        set.column[j] = bands + (done + static_cast<std::size_t>(j)) * cells;
+      }
+      if (done == 0 && request.prange) {
+        set.prange = bands + k * cells;
+        set.lo = request.prange_lo;
+        set.hi = request.prange_hi;
+      }
+      percentiles_thread_per_cell_kernel<<<grid_blocks(cells, block), block, 0, stream>>>(sorted, offsets.data(), cells,
+                                                                                           set, nodata);
+      HG_CUDA_CHECK_LAUNCH();
+      done += static_cast<std::size_t>(set.n);
+    } while (done < k);
+  }
+  // Shape columns after them, in launches of up to max_shapes_per_launch.
+  std::size_t const first = k + (request.prange ? 1 : 0);
+  for (std::size_t s = 0; s < request.shapes.size(); s += max_shapes_per_launch) {
+    shape_set set{};
+    set.n = static_cast<int>(std::min<std::size_t>(max_shapes_per_launch, request.shapes.size() - s));
     for (int j = 0; j < set.n; ++j) {
-      set.p[j] = request.percentiles[done + static_cast<std::size_t>(j)];
-      set.column[j] = bands + (done + static_cast<std::size_t>(j)) * cells;
+      set.m[j] = request.shapes[s + static_cast<std::size_t>(j)];
+      set.column[j] = bands + (first + s + static_cast<std::size_t>(j)) * cells;
     }
-    if (done == 0 && request.prange) {
-      set.prange = bands + k * cells;
-      set.lo = request.prange_lo;
-      set.hi = request.prange_hi;
-    }
-    percentiles_thread_per_cell_kernel<<<grid_blocks(cells, block), block, 0, stream>>>(sorted, offsets.data(), cells,
-                                                                                         set, nodata);
+    shapes_thread_per_cell_kernel<<<grid_blocks(cells, block), block, 0, stream>>>(sorted, offsets.data(), cells, set,
+                                                                                   nodata);
     HG_CUDA_CHECK_LAUNCH();
-    done += static_cast<std::size_t>(set.n);
-  } while (done < k);
+  }
 }
 
 }  // namespace heightgrid::detail
@@ -248,6 +296,8 @@ order_stats_run order_stats_of_csr(device_csr const& csr, metric_request const& 
   };
   for (std::size_t k = 0; k < request.percentiles.size(); ++k) { download(k, run.bands.percentile[k]); }
   if (request.prange) { download(request.percentiles.size(), run.bands.prange); }
+  std::size_t const first = request.percentiles.size() + (request.prange ? 1 : 0);
+  for (std::size_t k = 0; k < request.shapes.size(); ++k) { download(first + k, run.bands.shape[k]); }
   return run;
 }
 

@@ -1,6 +1,7 @@
 // Percentiles from a whole grid job against the whole-cloud reference: whatever the parts and
 // threads, when the kept points outgrow the memory budget (bands split, or a resource error), and
-// on the GPU against the CPU (when a GPU is present), a cell of ten million points included.
+// on the GPU against the CPU (when a GPU is present), a cell of ten million points included; the
+// shape metrics (skewness ... entropy) and density the same way.
 
 #include "pipeline_fixtures.hpp"
 
@@ -113,6 +114,66 @@ TEST(GridJob, GpuPercentilesEqualTheCpu)
         expect_bands(gpu.bands, cpu.bands, o.request, 0);
         EXPECT_EQ(gpu.bands.prange.size(), cpu.bands.prange.size());
       }
+    }
+  }
+}
+
+metric_request shapes()
+{
+  auto r = metric_request::from(parse_metric_list(
+    "skewness,kurtosis,cover,above:-3.5,zbin:-20,0,5,20,entropy,density,count,p50"));
+  return r;
+}
+
+TEST(GridJob, ShapeMetricsEqualTheWholeCloudWhateverThePartsAndThreads)
+{
+  for (std::size_t part : {std::size_t{1}, std::size_t{1000}}) {
+    for (unsigned threads : {1u, 4u}) {
+      auto const c = three_clouds(part, true);
+      auto const sources = sources_of(c);
+      auto o = job_options(shapes(), 1.5, device_choice::cpu, threads);
+      memory_output out;
+      (void)run_grid_job(sources, o, out);
+      grid_spec g;
+      auto const want = reference(c, o.request, 1.5, g);
+      ASSERT_TRUE(out.committed);
+      ASSERT_EQ(out.bands.shape.size(), 8U);
+      metric_request without_density = o.request;
+      without_density.density = false;  // the whole-cloud reference has no grid area
+      expect_bands(out.bands, want, without_density);
+      // density = count / 2.25 where there are points.
+      ASSERT_EQ(out.bands.density.size(), out.bands.count.size());
+      for (std::size_t i = 0; i < out.bands.count.size(); ++i) {
+        if (out.bands.count[i] == 0) { continue; }
+        ASSERT_EQ(out.bands.density[i], static_cast<float>(out.bands.count[i] / 2.25)) << i;
+      }
+    }
+  }
+}
+
+TEST(GridJob, GpuShapeMetricsEqualTheCpu)
+{
+  if (!gpu_available()) { GTEST_SKIP() << "no usable GPU: GPU shape metrics are checked on the GPU machine"; }
+  for (auto reduction : {batch_reduction::atomic, batch_reduction::sorted}) {
+    for (std::uint64_t memory : {std::uint64_t{0}, std::uint64_t{300 * 1024}}) {
+      auto const c = three_clouds(999, true);
+      auto const sources = sources_of(c);
+      grid_job_options o;
+      o.xres = o.yres = 0.5;
+      o.request = shapes();
+      o.threads = 4;
+      o.host_memory = o.device_memory = memory;
+      o.device = device_choice::cpu;
+      memory_output cpu;
+      (void)run_grid_job(sources, o, cpu);
+      o.device = device_choice::gpu;
+      o.reduction = reduction;
+      memory_output gpu;
+      auto const report = run_grid_job(sources, o, gpu);
+      EXPECT_EQ(report.route, "GPU");
+      SCOPED_TRACE(std::string(batch_reduction_name(reduction)) + ", memory " + std::to_string(memory));
+      expect_bands(gpu.bands, cpu.bands, o.request, 0);
+      ASSERT_EQ(gpu.bands.shape.size(), 8U);
     }
   }
 }

@@ -1,5 +1,5 @@
-// Percentile metrics through the command line: bands, descriptions, usage errors, and every
-// backend (GPU runs where a GPU is present) byte for byte.
+// Percentile and shape metrics through the command line: bands, descriptions, usage errors, and
+// every backend (GPU runs where a GPU is present) byte for byte.
 
 #include "cli_run.hpp"
 #include "test_paths.hpp"
@@ -86,6 +86,51 @@ TEST_F(PercentileCli, TheGpuWritesTheCpusBytes)
 {
   if (!heightgrid::gpu_available()) { GTEST_SKIP() << "no usable GPU: checked on the GPU machine"; }
   std::string const common = " --metrics p5,median,p95,p2.5,prange,count,range --res 0.5 --synth lidar --points 300000";
+  ASSERT_EQ(run_cli("grid -o " + out("cpu.tif").string() + common + " --device cpu").code, 0);
+  ASSERT_EQ(run_cli("grid -o " + out("gpu.tif").string() + common + " --device gpu").code, 0);
+  ASSERT_EQ(run_cli("grid -o " + out("gpu_sorted.tif").string() + common + " --device gpu --mode hybrid").code, 0);
+  EXPECT_EQ(file_bytes(out("cpu.tif")), file_bytes(out("gpu.tif")));
+  EXPECT_EQ(file_bytes(out("cpu.tif")), file_bytes(out("gpu_sorted.tif")));
+}
+
+TEST_F(PercentileCli, ShapeMetricsAreNamedAndBadOnesAreUsageErrors)
+{
+  auto const r = run_cli("grid " + sample() + " -o " + out("s.tif").string() +
+                         " --res 1 --metrics skewness,kurtosis,cover,above:1.5,zbin:0,1,2,entropy,density"
+                         " --cover-above 0.5 --device cpu");
+  ASSERT_EQ(r.code, 0) << r.output;
+  auto ds = std::unique_ptr<GDALDataset>(GDALDataset::Open(out("s.tif").c_str(), GDAL_OF_RASTER | GDAL_OF_READONLY));
+  ASSERT_NE(ds, nullptr);
+  char const* names[] = {"skewness", "kurtosis", "cover", "above:1.5", "zbin:0..1", "zbin:1..2", "entropy", "density"};
+  ASSERT_EQ(ds->GetRasterCount(), 8);
+  for (int b = 0; b < 8; ++b) { EXPECT_STREQ(ds->GetRasterBand(b + 1)->GetDescription(), names[b]); }
+  char const* cover = ds->GetRasterBand(3)->GetMetadataItem("METRIC_DESCRIPTION");
+  ASSERT_NE(cover, nullptr);
+  EXPECT_STREQ(cover, "share of points above 0.5 (--cover-above)");
+  struct bad {
+    char const* options;
+    char const* named;
+  };
+  bad const cases[] = {
+    {"--metrics zbin:2,1", "zbin: the heights must increase (1 after 2)"},
+    {"--metrics zbin:2", "zbin: needs at least two heights"},
+    {"--metrics above:high", "'above:high': above:H takes a height"},
+    {"--metrics cover --cover-above nan", "--cover-above: nan is not a finite height"},
+    {"--metrics kurt", "unknown metric 'kurt'"},
+  };
+  for (auto const& c : cases) {
+    auto const b = run_cli("grid " + sample() + " -o " + out("bad.tif").string() + " --res 1 " + c.options);
+    EXPECT_EQ(b.code, 2) << c.options << ": " << b.output;
+    EXPECT_NE(b.output.find(c.named), std::string::npos) << c.options << ": " << b.output;
+    EXPECT_FALSE(fs::exists(out("bad.tif"))) << c.options;
+  }
+}
+
+TEST_F(PercentileCli, TheGpuWritesTheCpusShapeBytes)
+{
+  if (!heightgrid::gpu_available()) { GTEST_SKIP() << "no usable GPU: checked on the GPU machine"; }
+  std::string const common =
+    " --metrics skewness,kurtosis,cover,above:10,zbin:0,2,5,20,entropy,density,p50 --res 0.5 --synth lidar --points 300000";
   ASSERT_EQ(run_cli("grid -o " + out("cpu.tif").string() + common + " --device cpu").code, 0);
   ASSERT_EQ(run_cli("grid -o " + out("gpu.tif").string() + common + " --device gpu").code, 0);
   ASSERT_EQ(run_cli("grid -o " + out("gpu_sorted.tif").string() + common + " --device gpu --mode hybrid").code, 0);

@@ -164,6 +164,10 @@ class memory_output final : public grid_output {
     bands.percentile_of = w.percentile_of;
     for (std::size_t k = 0; k < w.percentile.size(); ++k) { append(bands.percentile[k], w.percentile[k]); }
     append(bands.prange, w.prange);
+    bands.shape.resize(w.shape.size());
+    bands.shape_of = w.shape_of;
+    for (std::size_t k = 0; k < w.shape.size(); ++k) { append(bands.shape[k], w.shape[k]); }
+    append(bands.density, w.density);
   }
   void commit(std::uint64_t) override { committed = true; }
 

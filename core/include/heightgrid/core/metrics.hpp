@@ -23,21 +23,37 @@
 
 namespace heightgrid {
 
-enum class metric_kind : std::uint8_t { range, min, max, count, mean, stddev, percentile, median, prange };
+enum class metric_kind : std::uint8_t {
+  range, min, max, count, mean, stddev, percentile, median, prange,
+  // The shape of a cell's z distribution (shape_metrics.hpp), read off its sorted values.
+  skewness, kurtosis, cover, above, zbin, entropy,
+  density,  ///< points per square unit of the cell's area
+};
 
-/// One output band: a kind, and for percentile bands the percentile (0-100).
+/// One output band: a kind, and its numbers where it has some.
 struct metric {
   metric_kind kind{metric_kind::range};
-  double p{0.0};  ///< percentile of a `percentile` band; 0 otherwise
+  double p{0.0};  ///< percentile: the percentile (0-100); above and cover: the height H; zbin: its low end
+  double q{0.0};  ///< zbin: its high end (excluded)
 
-  static metric const range, min, max, count, mean, stddev, median, prange;
+  static metric const range, min, max, count, mean, stddev, median, prange, skewness, kurtosis, entropy, density;
   [[nodiscard]] static constexpr metric percentile(double p) noexcept { return {metric_kind::percentile, p}; }
-  /// Whether the band needs every point of a cell at once (an order statistic).
+  [[nodiscard]] static constexpr metric above(double h) noexcept { return {metric_kind::above, h}; }
+  /// cover: the share above `h` (--cover-above).
+  [[nodiscard]] static constexpr metric cover(double h = 2.0) noexcept { return {metric_kind::cover, h}; }
+  [[nodiscard]] static constexpr metric zbin(double lo, double hi) noexcept { return {metric_kind::zbin, lo, hi}; }
+  /// Whether the band is a shape metric (shape_metrics.hpp).
+  [[nodiscard]] constexpr bool is_shape() const noexcept
+  {
+    return kind == metric_kind::skewness || kind == metric_kind::kurtosis || kind == metric_kind::cover ||
+           kind == metric_kind::above || kind == metric_kind::zbin || kind == metric_kind::entropy;
+  }
+  /// Whether the band needs every point of a cell at once (an order statistic or a shape metric).
   [[nodiscard]] constexpr bool is_order_statistic() const noexcept
   {
-    return kind == metric_kind::percentile || kind == metric_kind::median || kind == metric_kind::prange;
+    return kind == metric_kind::percentile || kind == metric_kind::median || kind == metric_kind::prange || is_shape();
   }
-  friend constexpr bool operator==(metric a, metric b) noexcept { return a.kind == b.kind && a.p == b.p; }
+  friend constexpr bool operator==(metric a, metric b) noexcept { return a.kind == b.kind && a.p == b.p && a.q == b.q; }
   friend constexpr bool operator!=(metric a, metric b) noexcept { return !(a == b); }
 };
 inline constexpr metric metric::range{metric_kind::range};
@@ -48,12 +64,17 @@ inline constexpr metric metric::mean{metric_kind::mean};
 inline constexpr metric metric::stddev{metric_kind::stddev};
 inline constexpr metric metric::median{metric_kind::median};
 inline constexpr metric metric::prange{metric_kind::prange};
+inline constexpr metric metric::skewness{metric_kind::skewness};
+inline constexpr metric metric::kurtosis{metric_kind::kurtosis};
+inline constexpr metric metric::entropy{metric_kind::entropy};
+inline constexpr metric metric::density{metric_kind::density};
 
 /// The robust range's default percentiles (--prange LO,HI).
 inline constexpr double default_prange_lo = 5.0;
 inline constexpr double default_prange_hi = 95.0;
 
-/// CLI / band-description name of a metric ("range", "min", "p95", "p2.5", "median", "prange").
+/// CLI / band-description name of a metric ("range", "min", "p95", "p2.5", "median", "prange",
+/// "above:2", "zbin:2..5", "cover", ...).
 [[nodiscard]] std::string metric_name(metric m);
 /// Human description written into the band metadata (prange's names its percentiles).
 [[nodiscard]] std::string metric_description(metric m, double prange_lo = default_prange_lo,
@@ -61,7 +82,9 @@ inline constexpr double default_prange_hi = 95.0;
 /// "range", "p95", "p2.5", "median", ...; nullopt for an unknown name or a percentile outside
 /// [0, 100] (or not a plain decimal number).
 [[nodiscard]] std::optional<metric> parse_metric(std::string_view name) noexcept;
-/// Parses "range,min,p95,count"; throws error_kind::usage on an unknown or repeated name, naming it.
+/// Parses "range,min,p95,count,above:5,zbin:0,2,10"; throws error_kind::usage on an unknown or
+/// repeated name, naming it. `zbin:H1,H2,...,Hk` (k >= 2 increasing heights; the numbers after
+/// `zbin:` up to the next name) is k - 1 bands [H1, H2), ..., [Hk-1, Hk).
 [[nodiscard]] std::vector<metric> parse_metric_list(std::string_view list);
 /// Parses --prange "LO,HI" (0 <= LO < HI <= 100); throws error_kind::usage naming the value.
 [[nodiscard]] std::pair<double, double> parse_prange(std::string_view text);
@@ -104,12 +127,18 @@ struct metric_request {
   bool prange{false};
   double prange_lo{default_prange_lo};
   double prange_hi{default_prange_hi};
+  /// Shape metrics (metric::is_shape), in the order first asked; cell_results::shape has one column
+  /// per entry.
+  std::vector<metric> shapes;
+  /// density = count / cell_area (the job sets the area once the grid is known; count is then on).
+  bool density{false};
+  double cell_area{0.0};
 
   [[nodiscard]] static metric_request from(std::vector<metric> const& metrics, double prange_lo = default_prange_lo,
                                            double prange_hi = default_prange_hi);
   [[nodiscard]] bool needs_sums() const noexcept { return mean || stddev; }
-  /// Whether any band needs every point of a cell at once (percentiles, median, prange).
-  [[nodiscard]] bool needs_order() const noexcept { return !percentiles.empty() || prange; }
+  /// Whether any band needs every point of a cell at once (percentiles, median, prange, shapes).
+  [[nodiscard]] bool needs_order() const noexcept { return !percentiles.empty() || prange || !shapes.empty(); }
   /// Index of percentile `p` in `percentiles` (p must be there).
   [[nodiscard]] std::size_t percentile_slot(double p) const noexcept;
 };
@@ -124,6 +153,9 @@ struct metric_request {
 ///    pass over the cell with mean_d in double (no sum-of-squares cancellation);
 ///  - percentile columns (pNN, median = p50) are percentile_of_sorted over the cell's z values in
 ///    double, rounded to float once; prange = float(P(hi) - P(lo)) with both percentiles in double;
+///  - shape columns (skewness, kurtosis, cover, above, zbin, entropy) are shape_of_sorted over the
+///    cell's sorted values in double, rounded to float once; nodata where it has none;
+///  - density = float(double(count) / cell_area);
 ///  - empty cells hold `nodata` in every float column and 0 in count; a one-point cell has range 0.
 /// std::allocator, except that resize() and the size constructor leave new elements
 /// default-initialised (uninitialised, for float and integers): a column of 10^7 cells is then
@@ -171,8 +203,14 @@ struct cell_results {
   std::vector<column<float>> percentile;  ///< one column per metric_request::percentiles entry
   std::vector<double> percentile_of;      ///< the percentile of each of those columns
   column<float> prange;
+  std::vector<column<float>> shape;  ///< one column per metric_request::shapes entry
+  std::vector<metric> shape_of;      ///< the metric of each of those columns
+  column<float> density;
 
-  /// The column of a float band (min, max, range, mean, stddev, pNN, median, prange); throws
+  /// Fills `density` from `count` (request.density): count / cell_area, nodata where empty.
+  void add_density(metric_request const& request, float nodata);
+
+  /// The column of a float band (min, max, range, mean, stddev, pNN, median, prange, shapes, density); throws
   /// error_kind::internal for count or a percentile without a column.
   [[nodiscard]] column<float> const& float_column(metric m) const;
 };

@@ -1,5 +1,6 @@
 #pragma once
-// Order statistics (percentiles, median, prange) of the streaming grid on the device.
+// Order statistics (percentiles, median, prange) and shape metrics (skewness, kurtosis, cover,
+// above, zbin, entropy: core/shape_metrics.hpp) of the streaming grid on the device.
 //
 // A band that asks for them keeps every binned point as (band-local cell, ordered_key(z)) — 12 bytes
 // — appended batch by batch (keep_points_thread_per_point_kernel). At the end (order_finalize):
@@ -50,7 +51,7 @@ static __global__ void __launch_bounds__(batch_policy::block_threads)
 }
 
 /// Order-statistic columns of a band on the device: `cells` floats per column, one column per
-/// request.percentiles entry, then prange when asked.
+/// request.percentiles entry, then prange when asked, then one per request.shapes entry.
 /// `keys`/`z`: the n kept points (keys[i] == cells for points outside the band); `count`: the
 /// accumulators' counts of the band's cells (their sum equals the kept points inside the band).
 /// `keys` and `z` are consumed (overwritten). Stream-ordered on `stream`; `bands` holds
@@ -62,7 +63,7 @@ void order_finalize(cell_id* keys, std::uint64_t* z, std::uint64_t n, std::uint3
 /// Columns order_finalize writes.
 [[nodiscard]] inline std::size_t order_columns(metric_request const& request) noexcept
 {
-  return request.percentiles.size() + (request.prange ? 1 : 0);
+  return request.percentiles.size() + (request.prange ? 1 : 0) + request.shapes.size();
 }
 
 }  // namespace heightgrid::detail
