@@ -245,6 +245,12 @@ CLI::App* add_grid_command(CLI::App& app, grid_options& o)
   add_metrics_option(*cmd, o.metrics, "Bands to write, in order");
   add_prange_option(*cmd, o.prange);
   add_cover_option(*cmd, o.cover_above);
+  cmd->add_option("--fill", o.fill,
+                  "Fill empty cells of the float bands after reduction: none, nearest (the nearest non-empty cell "
+                  "within --fill-radius) or idw (GDALFillNodata's inverse distance weighting, as gdal_fillnodata.py); "
+                  "adds a last band 'filled' (1 where a cell was filled)")
+    ->default_val("none");
+  cmd->add_option("--fill-radius", o.fill_radius, "How far --fill looks for values, in cells")->default_val(10.0);
   cmd->add_option("--nodata", o.nodata, "Value of empty cells in float bands ('nan' or a number)")->default_val("nan");
   cmd->add_option("--a_srs", o.a_srs, "Assign this CRS to the output (EPSG:code, WKT, PROJ string)");
   cmd->add_option("--of", o.output_format,
@@ -384,8 +390,14 @@ int run_grid(grid_options const& o)
   wopt.inputs = io::input_files(paths);
   wopt.prange_lo = request.prange_lo;
   wopt.prange_hi = request.prange_hi;
+  auto const fill = io::parse_fill_method(o.fill);
+  HG_EXPECTS(fill.has_value(), error_kind::usage, "--fill: '" + o.fill + "' is not none, nearest or idw");
+  wopt.fill.method = *fill;
+  wopt.fill.radius = o.fill_radius;
   if (!o.preview.empty()) { io::check_preview_path(o.preview, o.overwrite); }
   if (tiled_output_requested(o)) {
+    HG_EXPECTS(wopt.fill.method == io::fill_method::none, error_kind::usage,
+               "--fill applies to one output raster; with --tile-size, fill the mosaic (gdal_fillnodata.py on its VRT)");
     wopt.crs_wkt = assigned_crs;
     return run_grid_tiled(o, job, metrics, wopt, paths);
   }

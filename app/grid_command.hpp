@@ -21,6 +21,8 @@ struct grid_options {
   std::string metrics{"range"};
   std::string prange{"5,95"};
   double cover_above{2.0};  ///< --cover-above
+  std::string fill{"none"};  ///< --fill
+  double fill_radius{10.0};  ///< --fill-radius (cells)
   std::string nodata{"nan"};
   std::string a_srs;
   std::string output_format;  ///< --of; empty: from the output's extension (GTiff by default)

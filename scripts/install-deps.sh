@@ -4,7 +4,7 @@
 set -euo pipefail
 pkgs=(cmake make g++ pkg-config libgdal-dev gdal-bin libspdlog-dev libfmt-dev libcli11-dev
       libgtest-dev googletest clang libclang-rt-14-dev libomp-dev gnuplot-nox nlohmann-json3-dev libzstd-dev
-      libopenmpi-dev openmpi-bin pybind11-dev python3-dev python3-numpy python3-scipy python3-venv dpkg-dev)
+      libopenmpi-dev openmpi-bin pybind11-dev python3-dev python3-numpy python3-scipy python3-gdal python3-venv dpkg-dev)
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")

@@ -1,5 +1,7 @@
 #include "heightgrid/io/geotiff_writer.hpp"
 
+#include "raster_fill.hpp"
+
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/core/output_path.hpp"
 #include "heightgrid/core/temp_registry.hpp"
@@ -239,6 +241,14 @@ class raster_writer::impl {
     notes_ = data_type_notes(type_, options_.nodata, bands_, max_count_, options_.data_type.has_value());
     HG_EXPECTS(type_ != raster_data_type::uint32 || (bands_.size() == 1 && bands_.front() == metric::count),
             error_kind::usage, "--ot UInt32 holds the count band alone (the other metrics are not whole numbers)");
+    filling_ = options_.fill.method != fill_method::none;
+    if (filling_) {
+      HG_EXPECTS(std::isfinite(options_.fill.radius) && options_.fill.radius >= 1.0, error_kind::usage,
+                 "--fill-radius: " + std::to_string(options_.fill.radius) + " is not a distance of at least 1 cell");
+      bool const any = std::any_of(bands_.begin(), bands_.end(), [](metric m) { return fills(m); });
+      HG_EXPECTS(any && type_ != raster_data_type::uint32, error_kind::usage,
+                 "--fill: no band to fill (count and density stay as counted; ask for a float metric)");
+    }
     co_ = merged_creation_options(format_, options_.creation_options);
     written_.assign(grid_.rows, false);
 
@@ -252,9 +262,17 @@ class raster_writer::impl {
     try {
       gdal_error_scope errors;
       dataset_.reset(gtiff.Create(written_path.c_str(), static_cast<int>(grid_.cols), static_cast<int>(grid_.rows),
-                                  static_cast<int>(bands_.size()), gdal_type(type_), co.List()));
+                                  static_cast<int>(bands_.size() + (filling_ ? 1 : 0)), gdal_type(type_), co.List()));
       HG_EXPECTS(dataset_ != nullptr, error_kind::output, path_ + ": cannot create: " + errors.message());
       describe_dataset(*dataset_, path_, grid_, bands_, type_, options_, errors);
+      if (filling_) {
+        GDALRasterBand* filled = dataset_->GetRasterBand(static_cast<int>(bands_.size()) + 1);
+        filled->SetDescription("filled");
+        bool const described =
+          filled->SetMetadataItem("METRIC_DESCRIPTION", "1 where --fill filled the cell (in the first filled band), else 0") ==
+          CE_None;
+        HG_EXPECTS(described, error_kind::output, path_ + ": cannot set band metadata: " + errors.message());
+      }
       int block_cols = 0;
       int block_rows = 0;
       dataset_->GetRasterBand(1)->GetBlockSize(&block_cols, &block_rows);
@@ -300,6 +318,7 @@ class raster_writer::impl {
       // Blocks still in GDAL's cache are compressed and written on close: its failures count too.
       dataset_.reset();
       HG_EXPECTS(!errors.failed(), error_kind::output, path_ + ": cannot write: " + errors.message());
+      if (filling_) { fill_written(); }
       if (format_ == output_format::cog) {
         gdal_dataset_ptr source(GDALDataset::Open(source_->path().c_str(), GDAL_OF_RASTER | GDAL_OF_READONLY));
         HG_EXPECTS(source != nullptr, error_kind::output, path_ + ": cannot reopen the rows written: " + errors.message());
@@ -335,6 +354,26 @@ class raster_writer::impl {
       abandon();
       throw;
     }
+  }
+
+  /// Whether --fill fills band `m` (count and density stay as counted).
+  static bool fills(metric m) noexcept { return m != metric::count && m != metric::density; }
+
+  /// --fill on the closed file of rows, before it is converted (COG) and published.
+  void fill_written()
+  {
+    fs::path const& written = format_ == output_format::cog ? source_->path() : temp_->path();
+    gdal_error_scope errors;
+    gdal_dataset_ptr rows(GDALDataset::Open(written.c_str(), GDAL_OF_RASTER | GDAL_OF_UPDATE));
+    HG_EXPECTS(rows != nullptr, error_kind::output, path_ + ": --fill cannot reopen the rows written: " + errors.message());
+    std::vector<int> targets;
+    for (std::size_t b = 0; b < bands_.size(); ++b) {
+      if (fills(bands_[b])) { targets.push_back(static_cast<int>(b) + 1); }
+    }
+    detail::fill_bands(*rows, targets, static_cast<int>(bands_.size()) + 1, options_.fill,
+                       static_cast<double>(options_.nodata), path_);
+    rows.reset();
+    HG_EXPECTS(!errors.failed(), error_kind::output, path_ + ": --fill cannot write: " + errors.message());
   }
 
   void abandon() noexcept
@@ -568,6 +607,7 @@ class raster_writer::impl {
   std::size_t rows_written_{0};
   bool failed_{false};
   bool committed_{false};
+  bool filling_{false};  ///< --fill: the file has a last band "filled"
 };
 
 raster_writer::raster_writer(std::string path, grid_spec const& grid, std::vector<metric> bands,

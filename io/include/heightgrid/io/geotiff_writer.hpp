@@ -32,6 +32,21 @@ class input_files {
 /// Sample type of every band of a written file (GeoTIFF has one type per file).
 enum class raster_data_type { uint32, float32, float64 };
 
+/// --fill: how empty cells are filled after reduction.
+enum class fill_method : std::uint8_t {
+  none,
+  nearest,  ///< the value of the nearest non-empty cell within the radius (Euclidean, in cells)
+  idw,      ///< GDALFillNodata: inverse distance weighting within the radius (gdal_fillnodata.py)
+};
+
+/// --fill METHOD (none, nearest, idw); nullopt for another name.
+[[nodiscard]] std::optional<fill_method> parse_fill_method(std::string const& name);
+
+struct fill_options {
+  fill_method method{fill_method::none};
+  double radius{10.0};  ///< --fill-radius: the farthest a value is taken from, in cells
+};
+
 struct raster_write_options {
   std::string format = "GTiff";                ///< "GTiff" or "COG" (case-insensitive)
   std::optional<raster_data_type> data_type;   ///< --ot: forced; otherwise chosen from the bands
@@ -42,6 +57,9 @@ struct raster_write_options {
   input_files inputs;                          ///< which the output must not replace
   double prange_lo = default_prange_lo;        ///< named in a prange band's description
   double prange_hi = default_prange_hi;
+  /// Empty cells of every float band but count and density filled before the file is published,
+  /// and a last band "filled" (1 where the first filled band was empty and was filled).
+  fill_options fill;
 };
 
 /// GDAL's name of a data type: "UInt32", "Float32", "Float64".

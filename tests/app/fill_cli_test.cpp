@@ -1,0 +1,115 @@
+// --fill (issue #38): idw gives gdal_fillnodata.py's cells bit for bit (when GDAL's Python tools are
+// installed: Debian python3-gdal), nearest takes the nearest non-empty cell within the radius (ties
+// to the first in row order), a last band "filled" marks the filled cells, count stays as counted,
+// and bad requests are usage errors that leave no output.
+
+#include "cli_fixture.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace fs = std::filesystem;
+
+namespace heightgrid::test {
+namespace {
+
+/// A cloud with holes: points of a sparse lidar scene.
+std::string const holes = " --synth lidar --points 4000 --synth-extent 0 0 60 60 --res 1 --device cpu";
+
+bool same_bits(std::vector<double> const& a, std::vector<double> const& b)
+{
+  if (a.size() != b.size()) { return false; }
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    // The bands are Float32: compare them as written.
+    auto const x = static_cast<float>(a[i]), y = static_cast<float>(b[i]);
+    if (std::memcmp(&x, &y, sizeof x) != 0) { return false; }
+  }
+  return true;
+}
+
+TEST_F(Cli, FillIdwIsGdalFillnodata)
+{
+  auto const plain = out("plain.tif"), filled = out("idw.tif");
+  auto const a = run("grid -o " + plain.string() + holes + " --metrics max,count");
+  ASSERT_EQ(a.code, 0) << a.output;
+  auto const b = run("grid -o " + filled.string() + holes + " --metrics max,count --fill idw --fill-radius 4");
+  ASSERT_EQ(b.code, 0) << b.output;
+  auto const before = read_raster(plain), after = read_raster(filled);
+  ASSERT_EQ(after.bands, 3);
+  EXPECT_EQ(after.descriptions[2], "filled");
+  std::size_t empty = 0, filled_cells = 0;
+  for (std::size_t i = 0; i < before.values[0].size(); ++i) {
+    bool const was_empty = std::isnan(before.values[0][i]);
+    bool const now = !std::isnan(after.values[0][i]);
+    empty += was_empty;
+    filled_cells += was_empty && now;
+    ASSERT_EQ(after.values[2][i], was_empty && now ? 1.0 : 0.0) << i;
+    if (!was_empty) { ASSERT_EQ(after.values[0][i], before.values[0][i]) << i; }  // measured cells unchanged
+    ASSERT_TRUE(std::isnan(after.values[1][i]) == std::isnan(before.values[1][i])) << i;  // count is not filled
+  }
+  EXPECT_GT(empty, 100U);
+  EXPECT_GT(filled_cells, empty / 2);
+  if (std::system("command -v gdal_fillnodata.py > /dev/null 2>&1") != 0) {
+    GTEST_SKIP() << "gdal_fillnodata.py not installed (Debian python3-gdal): the comparison with it is skipped";
+  }
+  auto const ref = out("ref.tif");
+  std::string const cmd = "gdal_fillnodata.py -q -md 4 -b 1 " + plain.string() + " " + ref.string() + " > /dev/null 2>&1";
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  EXPECT_TRUE(same_bits(read_raster(ref).values[0], after.values[0]));
+}
+
+TEST_F(Cli, FillNearestTakesTheNearestCellWithinTheRadius)
+{
+  // One row of 6 cells: points in cells 0 and 5 only.
+  auto const xyz = out("row.xyz");
+  std::ofstream(xyz) << "0.5 0.5 1\n5.5 0.5 6\n";
+  std::string const grid = " --te 0 0 6 1 --tr 1 1 --metrics max --device cpu";
+  auto const r = run("grid " + xyz.string() + " -o " + out("n.tif").string() + grid + " --fill nearest --fill-radius 2");
+  ASSERT_EQ(r.code, 0) << r.output;
+  auto const n = read_raster(out("n.tif"));
+  ASSERT_EQ(n.bands, 2);
+  // Cells 1, 2 take cell 0's value (cell 2 is 2 away from cell 0 and 3 from cell 5), 3 and 4 cell 5's.
+  std::vector<double> const want{1, 1, 1, 6, 6, 6}, mask{0, 1, 1, 1, 1, 0};
+  EXPECT_EQ(n.values[0], want);
+  EXPECT_EQ(n.values[1], mask);
+  // A radius of 1 leaves the cells 2 and 3 away empty.
+  auto const t = run("grid " + xyz.string() + " -o " + out("t.tif").string() + grid + " --fill nearest --fill-radius 1");
+  ASSERT_EQ(t.code, 0) << t.output;
+  auto const m = read_raster(out("t.tif"));
+  EXPECT_EQ(m.values[0][1], 1.0);
+  EXPECT_TRUE(std::isnan(m.values[0][2]) && std::isnan(m.values[0][3]));
+  EXPECT_EQ(m.values[0][4], 6.0);
+  std::ofstream(xyz) << "0.5 0.5 1\n4.5 0.5 5\n";  // cell 2 is 2 from both: the first in row order
+  ASSERT_EQ(run("grid " + xyz.string() + " -o " + out("tie.tif").string() + grid + " --fill nearest --fill-radius 3").code, 0);
+  EXPECT_EQ(read_raster(out("tie.tif")).values[0][2], 1.0);
+}
+
+TEST_F(Cli, BadFillRequestsAreUsageErrors)
+{
+  struct bad {
+    std::string options;
+    std::string named;
+  };
+  std::vector<bad> const cases{
+    {" --metrics max --fill tin", "--fill: 'tin' is not none, nearest or idw"},
+    {" --metrics count --fill idw", "--fill: no band to fill"},
+    {" --metrics max --fill idw --fill-radius 0", "--fill-radius: 0.000000 is not a distance of at least 1 cell"},
+    {" --metrics max --fill idw --tile-size 10", "--fill applies to one output raster"},
+  };
+  for (auto const& c : cases) {
+    auto const o = out("bad.tif");
+    auto const r = run("grid -o " + o.string() + holes + c.options);
+    EXPECT_EQ(r.code, 2) << c.options << ": " << r.output;
+    EXPECT_NE(r.output.find(c.named), std::string::npos) << c.options << ": " << r.output;
+    EXPECT_FALSE(fs::exists(o)) << c.options;
+  }
+}
+
+}  // namespace
+}  // namespace heightgrid::test
