@@ -488,8 +488,20 @@ class laz_chunk_parts final : public las_parts_base {
   /// A warning for the job's log (source_info::notes).
   void add_note(std::string note) { info_.notes.push_back(std::move(note)); }
 
+  /// Why the file's COPC hierarchy cannot be used: it is read whole (a warning), and --copc-level
+  /// is refused.
+  void set_copc_problem(std::string problem)
+  {
+    add_note(problem + "; the file is read whole, as plain LAZ");
+    copc_problem_ = std::move(problem);
+  }
+
   region_report restrict_to(read_region const& region) override
   {
+    // A COPC file whose hierarchy cannot be used is read whole (the same cells for any window), but
+    // levels cannot be left out without it: reading every level would silently give other cells.
+    HG_EXPECTS(copc_ || copc_problem_.empty() || (!region.max_level && !(region.auto_level_cell > 0.0)),
+               error_kind::input, copc_problem_ + "; --copc-level needs it");
     if (!copc_) { return {}; }
     HG_EXPECTS(bulk_ == nullptr, error_kind::internal, info_.path + ": restricted after its chunks were offloaded");
     region_report r;
@@ -663,6 +675,7 @@ class laz_chunk_parts final : public las_parts_base {
   laz::field_selection fields_;
   std::vector<laz::chunk_entry> all_chunks_;
   std::optional<copc_layout> copc_;
+  std::string copc_problem_;  ///< why a COPC hierarchy cannot be used (set_copc_problem); empty when it can
   std::vector<laz::chunk_entry> chunks_;  ///< the chunks read
   std::vector<chunk_run> runs_;
   std::size_t max_points_{0};
@@ -779,11 +792,11 @@ std::unique_ptr<part_source> open_las_parts(std::string const& path, std::size_t
     copc = copc_layout_of(opened, map.chunks);
   } catch (error const& e) {
     if (e.kind() != error_kind::input) { throw; }
-    copc_problem = std::string(e.what()) + "; the file is read whole, as plain LAZ";
+    copc_problem = e.what();
   }
   auto parts = std::make_unique<laz_chunk_parts>(std::move(opened), part_points, dimension, std::move(where),
                                                  std::move(vlr), std::move(map.chunks), std::move(copc));
-  if (!copc_problem.empty()) { parts->add_note(std::move(copc_problem)); }
+  if (!copc_problem.empty()) { parts->set_copc_problem(std::move(copc_problem)); }
   return parts;
 }
 

@@ -179,7 +179,7 @@ TEST(Copc, PdalsCopcFileWindowsAsItsLasTwin)
   }
 }
 
-TEST(Copc, AMalformedHierarchyIsNamedAndTheFileReadWhole)
+TEST(Copc, AMalformedHierarchyIsNamedAndTheFileReadWholeButNotByLevel)
 {
   // The root page's first entry (node 0-0-0-0: 32 points in 586 bytes at byte 691) gets level 40,
   // outside every level; or its bytes at 10^9, past the end of the file; or -5 points.
@@ -216,6 +216,17 @@ TEST(Copc, AMalformedHierarchyIsNamedAndTheFileReadWhole)
     region.window = window(500045, 4100045, 500055, 4100055);
     EXPECT_EQ(part->restrict_to(region).sources, 0U);
     EXPECT_EQ(test::read_parts(*part, filter_options::keep_all(), 2).points.size(), 20000U);
+    // Levels cannot be left out without the hierarchy: --copc-level is an input error naming it.
+    read_region levels;
+    levels.max_level = 2;
+    try {
+      (void)open_las_parts(bad.string(), 100)->restrict_to(levels);
+      ADD_FAILURE() << "no error for a level";
+    } catch (error const& e) {
+      EXPECT_EQ(e.kind(), error_kind::input);
+      EXPECT_NE(std::string(e.what()).find(d.named), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("; --copc-level needs it"), std::string::npos) << e.what();
+    }
     // read_copc_summary (info) names the problem.
     EXPECT_THROW((void)read_copc_summary(bad.string()), error);
   }
