@@ -10,6 +10,7 @@
 
 #include <new>
 #include <system_error>
+#include <utility>
 
 namespace heightgrid::app {
 
@@ -82,6 +83,14 @@ void apply_gdal_config(std::vector<std::string> const& pairs)
   for (std::size_t i = 0; i + 1 < pairs.size(); i += 2) {
     HG_EXPECTS(!pairs[i].empty(), error_kind::usage, "--config: empty KEY (give --config KEY VALUE)");
     CPLSetConfigOption(pairs[i].c_str(), pairs[i + 1].c_str());
+  }
+  // A remote input never hangs a job: a server that accepts and then goes silent (or never accepts)
+  // ends the transfer with an error naming the URL. Unless the user (--config, the environment) said
+  // otherwise: 30 s to connect, and less than 1 byte/s for 60 s aborts.
+  for (auto const& [key, value] : {std::pair<char const*, char const*>{"GDAL_HTTP_CONNECTTIMEOUT", "30"},
+                                   {"GDAL_HTTP_LOW_SPEED_TIME", "60"},
+                                   {"GDAL_HTTP_LOW_SPEED_LIMIT", "1"}}) {
+    if (CPLGetConfigOption(key, nullptr) == nullptr) { CPLSetConfigOption(key, value); }
   }
 }
 

@@ -11,6 +11,7 @@ A path's first component picks a failure (the rest is the file under DIR); other
   /reset/F    a GET whose answer covers F's middle byte sends its headers and the body up to that
               byte, then resets the connection (a connection cut mid-chunk)
   /loop/F     302 to /loop/F?again, which redirects back: a redirect loop
+  /silent/F   HEAD answered; a GET is never answered (the connection held open 30 s): a stalled server
   /denied/K   403 with S3's AccessDenied XML: an S3 endpoint refusing bucket "denied" (GDAL's /vsis3/
               pointed here with AWS_S3_ENDPOINT, AWS_HTTPS=NO, AWS_VIRTUAL_HOSTING=FALSE)
 """
@@ -22,6 +23,7 @@ import socketserver
 import struct
 import sys
 import threading
+import time
 
 ROOT = os.path.abspath(sys.argv[1])
 STATS = sys.argv[3] if len(sys.argv) > 3 else None
@@ -40,7 +42,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         """The failure the path asks for ("" for none) and the path of the file it names."""
         path = self.path.split("?")[0].lstrip("/")
         mode, _, rest = path.partition("/")
-        if mode in ("norange", "reset", "loop", "denied"):
+        if mode in ("norange", "reset", "loop", "denied", "silent"):
             return mode, rest
         return "", path
 
@@ -90,6 +92,10 @@ class Handler(http.server.BaseHTTPRequestHandler):
         global served
         mode, name = self._mode()
         if self._refuse(mode):
+            return
+        if mode == "silent":
+            time.sleep(30)
+            self.close_connection = True
             return
         path = self._file(name)
         if path is None:

@@ -145,6 +145,20 @@ TEST_F(RemoteBadInput, AConnectionResetMidChunkNamesTheUrlAndTheByte)
   EXPECT_EQ(listing(out_ / "t"), (std::vector<std::string>{".heightgrid-tiles", ".heightgrid-tiles.log"}));
 }
 
+TEST_F(RemoteBadInput, AStalledServerEndsTheRunInsteadOfHangingIt)
+{
+  // The server answers HEAD, then never answers a GET. heightgrid's default (unless --config or the
+  // environment set them): under 1 byte/s for 60 s aborts; 2 s here to keep the test short. No
+  // GDAL_HTTP_TIMEOUT guard: the low-speed rule alone must end it.
+  auto const url = server_->url("silent/layered_dims_pdrf8.laz");
+  auto const start = std::chrono::steady_clock::now();
+  auto const r = run("grid " + url + " -o " + (out_ / "x.tif").string() +
+                     " --res 1 --device cpu --config GDAL_HTTP_LOW_SPEED_TIME 2 --config GDAL_HTTP_MAX_RETRY 0");
+  std::chrono::duration<double> const took = std::chrono::steady_clock::now() - start;
+  EXPECT_LT(took.count(), max_seconds);
+  expect_input_error(r, url + ": ");
+}
+
 TEST_F(RemoteBadInput, ARedirectLoopEndsAtCurlsLimit)
 {
   // /loop/F and /loop/F?again redirect to each other; curl stops after GDAL's 10 redirects.
