@@ -10,6 +10,7 @@
 #include "heightgrid/core/quote.hpp"
 #include "heightgrid/io/crs.hpp"
 #include "heightgrid/io/geotiff_writer.hpp"
+#include "heightgrid/io/ground_raster.hpp"
 #include "heightgrid/io/preview.hpp"
 #include "heightgrid/io/remote.hpp"
 #include "heightgrid/kernels/gpu_binner.hpp"
@@ -80,6 +81,7 @@ std::string describe_filtered(filter_stats const& f)
     part(f.withheld, "withheld");
     part(f.by_return, "by return");
     part(f.by_z, "by z");
+    part(f.off_ground, "off the --ground raster");
     s << ")";
   }
   return s.str();
@@ -245,6 +247,9 @@ CLI::App* add_grid_command(CLI::App& app, grid_options& o)
   add_metrics_option(*cmd, o.metrics, "Bands to write, in order");
   add_prange_option(*cmd, o.prange);
   add_cover_option(*cmd, o.cover_above);
+  cmd->add_option("--ground", o.ground,
+                  "A terrain raster (DTM) subtracted from every point's z before the metrics (bilinear between "
+                  "cell centres): heights above ground; points outside it or on its nodata are dropped and counted");
   cmd->add_option("--fill", o.fill,
                   "Fill empty cells of the float bands after reduction: none, nearest (the nearest non-empty cell "
                   "within --fill-radius) or idw (GDALFillNodata's inverse distance weighting, as gdal_fillnodata.py); "
@@ -308,9 +313,10 @@ CLI::App* add_grid_command(CLI::App& app, grid_options& o)
   return cmd;
 }
 
-int run_grid(grid_options const& o)
+int run_grid(grid_options const& given)
 {
   stopwatch total;
+  grid_options o = given;  // --ground's raster joins the reader options once it is read
   // --- every option, checked together before any work
   HG_EXPECTS(!o.output.empty(), error_kind::usage, "-o/--output is required");
   auto const [xres, yres] = cell_size(o.geometry);
@@ -381,6 +387,12 @@ int run_grid(grid_options const& o)
   region.max_level = job.copc_level;
   if (job.copc_level_auto) { region.auto_level_cell = std::min(xres, yres); }
   auto const paths = input_paths(o.in, region);
+  if (!o.ground.empty()) {
+    HG_EXPECTS(o.in.reader.dimension.empty() || o.in.reader.dimension == "Z" || o.in.reader.dimension == "z",
+               error_kind::usage, "--ground subtracts the terrain from Z; --dimension " + o.in.reader.dimension +
+                                    " grids another attribute");
+    o.in.reader.ground = std::make_shared<io::ground_raster const>(o.ground);
+  }
   io::raster_write_options wopt;
   wopt.format = format;
   wopt.data_type = output_type;

@@ -21,6 +21,7 @@ struct grid_options {
   std::string metrics{"range"};
   std::string prange{"5,95"};
   double cover_above{2.0};  ///< --cover-above
+  std::string ground;        ///< --ground DTM
   std::string fill{"none"};  ///< --fill
   double fill_radius{10.0};  ///< --fill-radius (cells)
   std::string nodata{"nan"};

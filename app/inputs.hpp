@@ -5,6 +5,7 @@
 #include "heightgrid/core/grid_spec.hpp"
 #include "heightgrid/core/point_source.hpp"
 #include "heightgrid/core/synthetic.hpp"
+#include "heightgrid/io/ground_raster.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -24,6 +25,8 @@ struct input_options {
   std::string z_field;
   std::string dimension;  ///< --dimension: what is gridded instead of Z (LAS attribute, vector field)
   std::size_t chunk_points{default_chunk_points};
+  /// --ground: the terrain subtracted from every point's z (pipeline/ground_source.hpp); none: z as read.
+  std::shared_ptr<io::ground_raster const> ground;
 };
 
 [[nodiscard]] std::optional<input_format> parse_input_format(std::string const& name);

@@ -1,5 +1,7 @@
 #include "pipeline/sources.hpp"
 
+#include "pipeline/ground_source.hpp"
+
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/io/ept.hpp"
 #include "heightgrid/io/las_reader.hpp"
@@ -62,7 +64,20 @@ class sequential_part_source final : public part_source {
 
 }  // namespace
 
+namespace {
+std::unique_ptr<part_source> open_unwrapped(std::string const& path, input_options const& options);
+}  // namespace
+
 std::unique_ptr<part_source> open_part_source(std::string const& path, input_options const& options)
+{
+  auto source = open_unwrapped(path, options);
+  if (options.ground) { return above_ground(std::move(source), options.ground); }
+  return source;
+}
+
+namespace {
+
+std::unique_ptr<part_source> open_unwrapped(std::string const& path, input_options const& options)
 {
   std::size_t const part = options.chunk_points;
   if (io::is_ept_node(path)) {
@@ -85,6 +100,8 @@ std::unique_ptr<part_source> open_part_source(std::string const& path, input_opt
             options.dimension + "' (only X, Y and Z); --dimension needs LAS/LAZ or a vector layer's attribute");
   return sequential_parts([path, o] { return open_input(path, o); }, part);
 }
+
+}  // namespace
 
 input_options reader_options(input_selection const& in)
 {

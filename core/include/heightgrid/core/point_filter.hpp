@@ -36,10 +36,11 @@ struct filter_stats {
   std::uint64_t withheld{0};
   std::uint64_t by_return{0};
   std::uint64_t by_z{0};
+  std::uint64_t off_ground{0};  ///< --ground: outside the terrain raster or on its nodata
 
   [[nodiscard]] std::uint64_t removed() const noexcept
   {
-    return non_finite + by_class + withheld + by_return + by_z;
+    return non_finite + by_class + withheld + by_return + by_z + off_ground;
   }
   void add(filter_stats const& o) noexcept
   {
@@ -49,6 +50,7 @@ struct filter_stats {
     withheld += o.withheld;
     by_return += o.by_return;
     by_z += o.by_z;
+    off_ground += o.off_ground;
   }
 };
 
