@@ -252,10 +252,15 @@ CLI::App* add_grid_command(CLI::App& app, grid_options& o)
                   "cell centres): heights above ground; points outside it or on its nodata are dropped and counted");
   cmd->add_option("--fill", o.fill,
                   "Fill empty cells of the float bands after reduction: none, nearest (the nearest non-empty cell "
-                  "within --fill-radius) or idw (GDALFillNodata's inverse distance weighting, as gdal_fillnodata.py); "
+                  "within --fill-radius), idw (GDALFillNodata's inverse distance weighting, as gdal_fillnodata.py) "
+                  "or tin (linear in a Delaunay triangulation of the non-empty cells, see --fill-max-edge); "
                   "adds a last band 'filled' (1 where a cell was filled)")
     ->default_val("none");
-  cmd->add_option("--fill-radius", o.fill_radius, "How far --fill looks for values, in cells")->default_val(10.0);
+  cmd->add_option("--fill-radius", o.fill_radius, "How far --fill nearest|idw looks for values, in cells")
+    ->default_val(10.0);
+  cmd->add_option("--fill-max-edge", o.fill_max_edge,
+                  "--fill tin: triangles with an edge longer than this many cells stay empty (0: any)")
+    ->default_val(0.0);
   cmd->add_option("--nodata", o.nodata, "Value of empty cells in float bands ('nan' or a number)")->default_val("nan");
   cmd->add_option("--a_srs", o.a_srs, "Assign this CRS to the output (EPSG:code, WKT, PROJ string)");
   cmd->add_option("--of", o.output_format,
@@ -403,9 +408,10 @@ int run_grid(grid_options const& given)
   wopt.prange_lo = request.prange_lo;
   wopt.prange_hi = request.prange_hi;
   auto const fill = io::parse_fill_method(o.fill);
-  HG_EXPECTS(fill.has_value(), error_kind::usage, "--fill: '" + o.fill + "' is not none, nearest or idw");
+  HG_EXPECTS(fill.has_value(), error_kind::usage, "--fill: '" + o.fill + "' is not none, nearest, idw or tin");
   wopt.fill.method = *fill;
   wopt.fill.radius = o.fill_radius;
+  wopt.fill.max_edge = o.fill_max_edge;
   if (!o.preview.empty()) { io::check_preview_path(o.preview, o.overwrite); }
   if (tiled_output_requested(o)) {
     HG_EXPECTS(wopt.fill.method == io::fill_method::none, error_kind::usage,

@@ -24,6 +24,7 @@ struct grid_options {
   std::string ground;        ///< --ground DTM
   std::string fill{"none"};  ///< --fill
   double fill_radius{10.0};  ///< --fill-radius (cells)
+  double fill_max_edge{0.0};  ///< --fill-max-edge (cells; 0: any)
   std::string nodata{"nan"};
   std::string a_srs;
   std::string output_format;  ///< --of; empty: from the output's extension (GTiff by default)

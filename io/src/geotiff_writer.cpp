@@ -245,6 +245,8 @@ class raster_writer::impl {
     if (filling_) {
       HG_EXPECTS(std::isfinite(options_.fill.radius) && options_.fill.radius >= 1.0, error_kind::usage,
                  "--fill-radius: " + std::to_string(options_.fill.radius) + " is not a distance of at least 1 cell");
+      HG_EXPECTS(std::isfinite(options_.fill.max_edge) && options_.fill.max_edge >= 0.0, error_kind::usage,
+                 "--fill-max-edge: " + std::to_string(options_.fill.max_edge) + " is not a length in cells (0: any)");
       bool const any = std::any_of(bands_.begin(), bands_.end(), [](metric m) { return fills(m); });
       HG_EXPECTS(any && type_ != raster_data_type::uint32, error_kind::usage,
                  "--fill: no band to fill (count and density stay as counted; ask for a float metric)");
@@ -370,8 +372,9 @@ class raster_writer::impl {
     for (std::size_t b = 0; b < bands_.size(); ++b) {
       if (fills(bands_[b])) { targets.push_back(static_cast<int>(b) + 1); }
     }
-    detail::fill_bands(*rows, targets, static_cast<int>(bands_.size()) + 1, options_.fill,
-                       static_cast<double>(options_.nodata), path_);
+    auto notes = detail::fill_bands(*rows, targets, static_cast<int>(bands_.size()) + 1, options_.fill,
+                                    static_cast<double>(options_.nodata), path_);
+    notes_.insert(notes_.end(), notes.begin(), notes.end());
     rows.reset();
     HG_EXPECTS(!errors.failed(), error_kind::output, path_ + ": --fill cannot write: " + errors.message());
   }

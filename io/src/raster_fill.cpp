@@ -2,7 +2,8 @@
 // published (raster_writer::commit). idw is GDAL's GDALFillNodata (inverse distance weighting from
 // the valid cells around each hole, at most the radius away: gdal_fillnodata.py's algorithm, no
 // smoothing); nearest takes the value of the closest valid cell within the radius (GDAL 3.6 has no
-// nearest mode: written here, by Euclidean distance in cells, ties to the first in row order).
+// nearest mode: written here, by Euclidean distance in cells, ties to the first in row order); tin
+// interpolates linearly in the triangles of GDAL's Delaunay triangulation of the non-empty cells.
 
 #include "raster_fill.hpp"
 
@@ -15,6 +16,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <vector>
 
 namespace heightgrid::io::detail {
@@ -72,11 +74,73 @@ void fill_nearest(std::vector<double>& v, int cols, int rows, double radius, dou
   }
 }
 
+/// Each nodata cell inside a triangle of the Delaunay triangulation of the valid cells' centres
+/// (GDAL's, through qhull) whose longest edge is at most `max_edge` cells (0: any) takes the linear
+/// interpolation of the triangle's three values; the others stay nodata. Returns a warning, or "".
+std::string fill_tin(std::vector<double>& v, int cols, int rows, double max_edge, double nodata, std::string const& band)
+{
+  std::vector<double> xs, ys, zs;
+  for (int r = 0; r < rows; ++r) {
+    for (int c = 0; c < cols; ++c) {
+      double const z = v[static_cast<std::size_t>(r) * static_cast<std::size_t>(cols) + static_cast<std::size_t>(c)];
+      if (is_nodata(z, nodata)) { continue; }
+      xs.push_back(c + 0.5);
+      ys.push_back(r + 0.5);
+      zs.push_back(z);
+    }
+  }
+  if (xs.size() < 3) {
+    return "--fill tin: band " + band + " has " + std::to_string(xs.size()) +
+           " non-empty cells, fewer than a triangle needs: not filled";
+  }
+  std::unique_ptr<GDALTriangulation, void (*)(GDALTriangulation*)> tin(
+    GDALTriangulationCreateDelaunay(static_cast<int>(xs.size()), xs.data(), ys.data()), GDALTriangulationFree);
+  if (tin == nullptr || !GDALTriangulationComputeBarycentricCoefficients(tin.get(), xs.data(), ys.data())) {
+    return "--fill tin: band " + band + ": its non-empty cells cannot be triangulated (all on one line?): not filled";
+  }
+  // Triangles with an edge longer than max_edge are left out.
+  std::vector<char> usable(static_cast<std::size_t>(tin->nFacets), 1);
+  if (max_edge > 0.0) {
+    for (int f = 0; f < tin->nFacets; ++f) {
+      int const* k = tin->pasFacets[f].anVertexIdx;
+      for (int e = 0; e < 3; ++e) {
+        auto const a = static_cast<std::size_t>(k[e]), b = static_cast<std::size_t>(k[(e + 1) % 3]);
+        double const dx = xs[a] - xs[b], dy = ys[a] - ys[b];
+        if (dx * dx + dy * dy > max_edge * max_edge) { usable[static_cast<std::size_t>(f)] = 0; }
+      }
+    }
+  }
+  int facet = 0;
+  for (int r = 0; r < rows; ++r) {
+    for (int c = 0; c < cols; ++c) {
+      double& z = v[static_cast<std::size_t>(r) * static_cast<std::size_t>(cols) + static_cast<std::size_t>(c)];
+      if (!is_nodata(z, nodata)) { continue; }
+      double const x = c + 0.5, y = r + 0.5;
+      int found = -1;
+      // A walk from the last cell's triangle (the neighbour along the row, mostly); the brute-force
+      // search when the walk ends outside the hull.
+      if (!GDALTriangulationFindFacetDirected(tin.get(), facet, x, y, &found) || found < 0) {
+        if (!GDALTriangulationFindFacetBruteForce(tin.get(), x, y, &found)) { found = -1; }
+      }
+      if (found < 0) { continue; }
+      facet = found;
+      if (!usable[static_cast<std::size_t>(found)]) { continue; }
+      double l1 = 0.0, l2 = 0.0, l3 = 0.0;
+      if (!GDALTriangulationComputeBarycentricCoordinates(tin.get(), found, x, y, &l1, &l2, &l3)) { continue; }
+      int const* k = tin->pasFacets[found].anVertexIdx;
+      z = l1 * zs[static_cast<std::size_t>(k[0])] + l2 * zs[static_cast<std::size_t>(k[1])] +
+          l3 * zs[static_cast<std::size_t>(k[2])];
+    }
+  }
+  return {};
+}
+
 }  // namespace
 
-void fill_bands(GDALDataset& dataset, std::vector<int> const& bands, int filled_band, fill_options const& fill,
-                double nodata, std::string const& path)
+std::vector<std::string> fill_bands(GDALDataset& dataset, std::vector<int> const& bands, int filled_band,
+                                    fill_options const& fill, double nodata, std::string const& path)
 {
+  std::vector<std::string> notes;
   int const cols = dataset.GetRasterXSize();
   int const rows = dataset.GetRasterYSize();
   std::vector<double> before;
@@ -89,11 +153,16 @@ void fill_bands(GDALDataset& dataset, std::vector<int> const& bands, int filled_
       HG_EXPECTS(done, error_kind::output, path + ": --fill idw: " + errors.message());
     } else {
       auto v = k == 0 ? before : read_band(*band, cols, rows, path);
-      fill_nearest(v, cols, rows, fill.radius, nodata);
+      if (fill.method == fill_method::tin) {
+        auto note = fill_tin(v, cols, rows, fill.max_edge, nodata, band->GetDescription());
+        if (!note.empty()) { notes.push_back(path + ": " + note); }
+      } else {
+        fill_nearest(v, cols, rows, fill.radius, nodata);
+      }
       write_band(*band, cols, rows, v, path);
     }
   }
-  if (filled_band <= 0 || bands.empty()) { return; }
+  if (filled_band <= 0 || bands.empty()) { return notes; }
   // 1 where the first filled band was nodata and the fill gave it a value.
   auto const after = read_band(*dataset.GetRasterBand(bands.front()), cols, rows, path);
   std::vector<double> mask(after.size());
@@ -101,6 +170,7 @@ void fill_bands(GDALDataset& dataset, std::vector<int> const& bands, int filled_
     mask[i] = is_nodata(before[i], nodata) && !is_nodata(after[i], nodata) ? 1.0 : 0.0;
   }
   write_band(*dataset.GetRasterBand(filled_band), cols, rows, mask, path);
+  return notes;
 }
 
 }  // namespace heightgrid::io::detail
@@ -112,6 +182,7 @@ std::optional<fill_method> parse_fill_method(std::string const& name)
   if (name == "none") { return fill_method::none; }
   if (name == "nearest") { return fill_method::nearest; }
   if (name == "idw") { return fill_method::idw; }
+  if (name == "tin") { return fill_method::tin; }
   return std::nullopt;
 }
 

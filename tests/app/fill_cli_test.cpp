@@ -1,7 +1,8 @@
 // --fill (issue #38): idw gives gdal_fillnodata.py's cells bit for bit (when GDAL's Python tools are
 // installed: Debian python3-gdal), nearest takes the nearest non-empty cell within the radius (ties
-// to the first in row order), a last band "filled" marks the filled cells, count stays as counted,
-// and bad requests are usage errors that leave no output.
+// to the first in row order), tin is linear in the triangles (those shorter than --fill-max-edge), a
+// last band "filled" marks the filled cells, count stays as counted, and bad requests are usage
+// errors that leave no output.
 
 #include "cli_fixture.hpp"
 
@@ -90,6 +91,57 @@ TEST_F(Cli, FillNearestTakesTheNearestCellWithinTheRadius)
   EXPECT_EQ(read_raster(out("tie.tif")).values[0][2], 1.0);
 }
 
+TEST_F(Cli, FillTinIsLinearInTheTrianglesAndLeavesLongOnesEmpty)
+{
+  // Points at the cell centres of 10 x 10 cells on the plane z = 2x + 3y, but for a 3 x 3 hole
+  // (x and y from 3 to 6) and the corner cell (9, 9) of the top row: tin fills the hole with the
+  // plane; triangles across the hole have edges of 4 cells or more, so --fill-max-edge 2 keeps it
+  // empty; a corner outside the hull stays empty either way.
+  auto const xyz = out("plane.xyz");
+  {
+    std::ofstream f(xyz);
+    for (int r = 0; r < 10; ++r) {
+      for (int c = 0; c < 10; ++c) {
+        double const x = c + 0.5, y = r + 0.5;
+        bool const hole = c >= 3 && c < 6 && r >= 3 && r < 6;
+        if (hole || (c == 9 && r == 9)) { continue; }
+        f << x << " " << y << " " << 2 * x + 3 * y << "\n";
+      }
+    }
+  }
+  std::string const grid = " --te 0 0 10 10 --tr 1 1 --metrics max,count --device cpu";
+  auto const r = run("grid " + xyz.string() + " -o " + out("tin.tif").string() + grid + " --fill tin");
+  ASSERT_EQ(r.code, 0) << r.output;
+  auto const t = read_raster(out("tin.tif"));
+  ASSERT_EQ(t.bands, 3);
+  for (int row = 0; row < 10; ++row) {
+    for (int col = 0; col < 10; ++col) {
+      double const x = col + 0.5, y = 10 - (row + 0.5);
+      auto const i = static_cast<std::size_t>(row * 10 + col);
+      bool const hole = col >= 3 && col < 6 && y > 3 && y < 6;
+      if (col == 9 && row == 0) {  // (9.5, 9.5): outside the hull of the points
+        EXPECT_TRUE(std::isnan(t.values[0][i]));
+        EXPECT_EQ(t.values[2][i], 0.0);
+        continue;
+      }
+      EXPECT_NEAR(t.values[0][i], 2 * x + 3 * y, 1e-4) << row << "," << col;
+      EXPECT_EQ(t.values[2][i], hole ? 1.0 : 0.0) << row << "," << col;
+    }
+  }
+  auto const e = run("grid " + xyz.string() + " -o " + out("edge.tif").string() + grid + " --fill tin --fill-max-edge 2");
+  ASSERT_EQ(e.code, 0) << e.output;
+  auto const m = read_raster(out("edge.tif"));
+  EXPECT_TRUE(std::isnan(m.values[0][4 * 10 + 4]));  // the hole's centre
+  EXPECT_EQ(m.values[2][4 * 10 + 4], 0.0);
+  // Two points: no triangle, a warning, the band as it was.
+  std::ofstream(xyz) << "0.5 0.5 1\n5.5 0.5 6\n";
+  auto const w = run("grid " + xyz.string() + " -o " + out("two.tif").string() + grid + " --fill tin");
+  EXPECT_EQ(w.code, 0) << w.output;
+  EXPECT_NE(w.output.find("--fill tin: band max has 2 non-empty cells, fewer than a triangle needs: not filled"),
+            std::string::npos)
+    << w.output;
+}
+
 TEST_F(Cli, BadFillRequestsAreUsageErrors)
 {
   struct bad {
@@ -97,7 +149,8 @@ TEST_F(Cli, BadFillRequestsAreUsageErrors)
     std::string named;
   };
   std::vector<bad> const cases{
-    {" --metrics max --fill tin", "--fill: 'tin' is not none, nearest or idw"},
+    {" --metrics max --fill spline", "--fill: 'spline' is not none, nearest, idw or tin"},
+    {" --metrics max --fill tin --fill-max-edge -1", "--fill-max-edge: -1.000000 is not a length in cells"},
     {" --metrics count --fill idw", "--fill: no band to fill"},
     {" --metrics max --fill idw --fill-radius 0", "--fill-radius: 0.000000 is not a distance of at least 1 cell"},
     {" --metrics max --fill idw --tile-size 10", "--fill applies to one output raster"},

@@ -37,14 +37,16 @@ enum class fill_method : std::uint8_t {
   none,
   nearest,  ///< the value of the nearest non-empty cell within the radius (Euclidean, in cells)
   idw,      ///< GDALFillNodata: inverse distance weighting within the radius (gdal_fillnodata.py)
+  tin,      ///< linear in the triangles of a Delaunay triangulation of the non-empty cells (GDAL's)
 };
 
-/// --fill METHOD (none, nearest, idw); nullopt for another name.
+/// --fill METHOD (none, nearest, idw, tin); nullopt for another name.
 [[nodiscard]] std::optional<fill_method> parse_fill_method(std::string const& name);
 
 struct fill_options {
   fill_method method{fill_method::none};
-  double radius{10.0};  ///< --fill-radius: the farthest a value is taken from, in cells
+  double radius{10.0};  ///< --fill-radius: the farthest a value is taken from, in cells (nearest, idw)
+  double max_edge{0.0};  ///< --fill-max-edge: tin's longest triangle edge, in cells (0: any)
 };
 
 struct raster_write_options {
