@@ -10,6 +10,7 @@
 #include "heightgrid/core/metrics.hpp"
 #include "heightgrid/io/crs.hpp"
 #include "heightgrid/io/gdal_env.hpp"
+#include "heightgrid/io/ground_raster.hpp"
 
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -19,6 +20,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -164,6 +166,7 @@ struct common_args {
   std::string edge_rule;
   int threads{0};
   bool keep_all{false};
+  double cover_above{2.0};
 };
 
 app::grid_job_options job_options(common_args const& a, app::grid_geometry& geometry, std::vector<metric>& bands)
@@ -179,6 +182,11 @@ app::grid_job_options job_options(common_args const& a, app::grid_geometry& geom
   std::string list;
   for (auto const& m : a.metrics) { list += (list.empty() ? "" : ",") + m; }
   bands = parse_metric_list(list);
+  HG_EXPECTS(std::isfinite(a.cover_above), error_kind::usage,
+             "cover_above: " + std::to_string(a.cover_above) + " is not a finite height");
+  for (auto& m : bands) {
+    if (m.kind == metric_kind::cover) { m.p = a.cover_above; }
+  }
   app::grid_job_options job;
   auto const [xres, yres] = app::cell_size(geometry);
   job.xres = xres;
@@ -253,7 +261,7 @@ py::dict grid_arrays(double_array x, double_array y, double_array z, common_args
 }
 
 py::dict grid_files(std::vector<std::string> const& paths, common_args const& a, std::string const& crs,
-                    std::string const& dimension)
+                    std::string const& dimension, std::string const& ground)
 {
   return translate([&] {
     app::grid_geometry geometry;
@@ -264,6 +272,11 @@ py::dict grid_files(std::vector<std::string> const& paths, common_args const& a,
     in.keep_all = a.keep_all;
     in.reader.dimension = dimension;
     auto const expanded = app::input_paths(in);
+    if (!ground.empty()) {
+      HG_EXPECTS(dimension.empty() || dimension == "Z" || dimension == "z", error_kind::usage,
+                 "ground subtracts the terrain from Z; dimension=" + dimension + " grids another attribute");
+      in.reader.ground = std::make_shared<io::ground_raster const>(ground);
+    }
     auto opened = app::open_sources(in, expanded, job.xres == job.yres ? std::optional<double>(job.xres) : std::nullopt,
                                     job.threads);
     std::string wkt = crs.empty() ? std::string() : io::crs_from_user_input(crs);
@@ -289,49 +302,52 @@ PYBIND11_MODULE(heightgrid, m)
   io::init_gdal([](io::gdal_message_level, std::string const&) {});
   auto const common = [](py::object res, std::optional<std::vector<double>> tr, std::optional<std::vector<double>> te,
                          bool tap, std::vector<std::string> metrics, double nodata, std::string device,
-                         std::string edge_rule, int threads, bool keep_all) {
+                         std::string edge_rule, int threads, bool keep_all, double cover_above) {
     return common_args{std::move(res), std::move(tr), std::move(te), tap, std::move(metrics), nodata,
-                       std::move(device), std::move(edge_rule), threads, keep_all};
+                       std::move(device), std::move(edge_rule), threads, keep_all, cover_above};
   };
   double const nan = std::numeric_limits<double>::quiet_NaN();
   m.def(
     "grid",
     [common](double_array x, double_array y, double_array z, py::object res, std::optional<std::vector<double>> tr,
              std::optional<std::vector<double>> te, bool tap, std::vector<std::string> metrics, double nodata,
-             std::string device, std::string edge_rule, std::string crs, int threads, std::size_t chunk_points) {
+             std::string device, std::string edge_rule, std::string crs, int threads, std::size_t chunk_points,
+             double cover_above) {
       return grid_arrays(std::move(x), std::move(y), std::move(z),
                          common(std::move(res), std::move(tr), std::move(te), tap, std::move(metrics), nodata,
-                                std::move(device), std::move(edge_rule), threads, true),
+                                std::move(device), std::move(edge_rule), threads, true, cover_above),
                          crs, chunk_points);
     },
     py::arg("x"), py::arg("y"), py::arg("z"), py::kw_only(), py::arg("res") = py::none(), py::arg("tr") = py::none(),
     py::arg("te") = py::none(), py::arg("tap") = false, py::arg("metrics") = std::vector<std::string>{"range"},
     py::arg("nodata") = nan, py::arg("device") = "auto", py::arg("edge_rule") = "gdal", py::arg("crs") = "",
-    py::arg("threads") = 0, py::arg("chunk_points") = std::size_t{1} << 20,
+    py::arg("threads") = 0, py::arg("chunk_points") = std::size_t{1} << 20, py::arg("cover_above") = 2.0,
     R"(Grid points given as three 1-D arrays (converted to float64 only if they are not already).
 
 Returns a dict: bands ({metric: 2-D array, float32, count uint32}), geotransform (GDAL's six terms),
 crs_wkt (from crs=, e.g. "EPSG:32633"), nodata, width, height, points, binned, non_empty, route.
 The grid is the CLI's: res (or tr=(xres, yres)) and optionally te=(xmin, ymin, xmax, ymax), tap,
-edge_rule "gdal" or "pdal"; device "auto", "cpu" or "gpu".)");
+edge_rule "gdal" or "pdal"; device "auto", "cpu" or "gpu"; metrics as --metrics (range, ..., skewness,
+kurtosis, cover with cover_above=, above:H, zbin:H1,H2,..., entropy, density).)");
   m.def(
     "grid_files",
     [common](std::vector<std::string> paths, py::object res, std::optional<std::vector<double>> tr,
              std::optional<std::vector<double>> te, bool tap, std::vector<std::string> metrics, double nodata,
              std::string device, std::string edge_rule, std::string crs, std::string dimension, int threads,
-             bool keep_all) {
+             bool keep_all, double cover_above, std::string ground) {
       return grid_files(paths,
                         common(std::move(res), std::move(tr), std::move(te), tap, std::move(metrics), nodata,
-                               std::move(device), std::move(edge_rule), threads, keep_all),
-                        crs, dimension);
+                               std::move(device), std::move(edge_rule), threads, keep_all, cover_above),
+                        crs, dimension, ground);
     },
     py::arg("paths"), py::kw_only(), py::arg("res") = py::none(), py::arg("tr") = py::none(), py::arg("te") = py::none(),
     py::arg("tap") = false, py::arg("metrics") = std::vector<std::string>{"range"}, py::arg("nodata") = nan,
     py::arg("device") = "auto", py::arg("edge_rule") = "gdal", py::arg("crs") = "", py::arg("dimension") = "",
-    py::arg("threads") = 0, py::arg("keep_all") = false,
+    py::arg("threads") = 0, py::arg("keep_all") = false, py::arg("cover_above") = 2.0, py::arg("ground") = "",
     R"(Grid files (LAS/LAZ, XYZ/CSV, GDAL rasters and vector layers; directories and globs) as
 `heightgrid grid` does, with the CLI's filters (keep_all=True keeps noise and withheld points) and
-dimension= (Intensity, GpsTime, ...). Returns what heightgrid.grid returns; crs_wkt is the inputs'
-CRS unless crs= assigns one.)");
+dimension= (Intensity, GpsTime, ...), ground= (a DTM raster subtracted from z: heights above ground)
+and cover_above= (the cover metric's height). Returns what heightgrid.grid returns; crs_wkt is the
+inputs' CRS unless crs= assigns one.)");
   m.attr("__version__") = "0.1.0";
 }

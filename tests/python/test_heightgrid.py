@@ -96,6 +96,30 @@ class GridMatchesTheCli(unittest.TestCase):
         self.check_against_cli(r2, SAMPLE, "--res", "1", "--metrics", ",".join(METRICS), "--nodata", "-9999",
                                "--te", "500000", "4100000", "500003", "4100002", "--edge-rule", "pdal")
 
+    def test_shape_metrics_and_ground(self):
+        # The CLI's shape metrics and cover height; ground= subtracts a DTM (the CLI's range of the
+        # sample at 3 x 2 cells, written by the CLI as the "terrain": the heights are then z - its cell).
+        shapes = ["skewness", "kurtosis", "cover", "above:1.5", "zbin:0,1,2", "entropy", "density", "count"]
+        r = heightgrid.grid(self.x, self.y, self.z, res=1, metrics=shapes, device="cpu", cover_above=0.5)
+        tif, _ = cli_grid(self.tmp.name, "shapes.tif", SAMPLE, "--res", "1", "--metrics", ",".join(shapes),
+                          "--cover-above", "0.5")
+        self.assertEqual(r["bands"]["zbin:0..1"].shape, (2, 3))
+        self.assertEqual(r["bands"]["density"].dtype, np.float32)
+        if gdal is not None:
+            ds = gdal.Open(tif)
+            names = [ds.GetRasterBand(i + 1).GetDescription() for i in range(ds.RasterCount)]
+            self.assertEqual(names[4:6], ["zbin:0..1", "zbin:1..2"])
+            for i, name in enumerate(names[:-1]):  # the float bands
+                same_band(self, r["bands"][name].astype(np.float64),
+                          ds.GetRasterBand(i + 1).ReadAsArray().astype(np.float64))
+        dtm, _ = cli_grid(self.tmp.name, "dtm.tif", SAMPLE, "--res", "1", "--metrics", "min")
+        g = heightgrid.grid_files([SAMPLE], res=1, metrics=["min", "count"], device="cpu", ground=dtm)
+        self.assertEqual(int(g["bands"]["count"].sum()), g["binned"])
+        with self.assertRaises(OSError):
+            heightgrid.grid_files([SAMPLE], res=1, ground=os.path.join(self.tmp.name, "nowhere.tif"))
+        with self.assertRaises(ValueError):
+            heightgrid.grid(self.x, self.y, self.z, res=1, metrics=["cover"], cover_above=float("nan"))
+
     def test_urls_and_catalogues(self):
         # grid_files reads what the CLI reads: a COPC file over HTTP (tests/app/range_server.py on
         # 127.0.0.1) and a list of files, the same bands as the local file.
