@@ -478,6 +478,12 @@ int run_grid(grid_options const& given)
   auto const r = run_grid_job(opened.sources, job, output, std::move(gpu));
   double const job_s = total.seconds() - before_job_s;
   for (auto const& w : r.warnings) { spdlog::warn("{}", printable(w)); }
+  if (auto const off = r.read.filtered.off_ground; off > 0) {
+    auto const read = r.read.filtered.points_in;
+    spdlog::warn("{}: {} of {} points ({:.2f} %) lie outside the --ground raster or use a nodata cell of it, and "
+                 "were dropped",
+                 o.ground, with_commas(off), with_commas(read), read > 0 ? 100.0 * static_cast<double>(off) / read : 0.0);
+  }
   if (r.read.filtered.non_finite > 0) {
     spdlog::warn("skipped {} points with NaN or infinite coordinates", with_commas(r.read.filtered.non_finite));
   }

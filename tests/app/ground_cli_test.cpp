@@ -70,6 +70,10 @@ TEST_F(Cli, GroundGivesHeightsAboveThePlaneAndDropsPointsOffIt)
   auto const r = run(args + " -o " + out("h.tif").string() + " --device cpu");
   ASSERT_EQ(r.code, 0) << r.output;
   EXPECT_NE(r.output.find("11 points read, 3 filtered (3 off the --ground raster)"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("heightgrid: warning: " + out("dtm.tif").string() +
+                          ": 3 of 11 points (27.27 %) lie outside the --ground raster or use a nodata cell of it"),
+            std::string::npos)
+    << r.output;
   auto const h = read_raster(out("h.tif"));
   ASSERT_EQ(h.cols, 5);
   // Cell (row 2, col 1): x 2-4, y 4-6: heights 1 and 3. Cell (row 3, col 2): x 4-6, y 2-4: 2 and 6.
