@@ -20,6 +20,13 @@
 namespace heightgrid::detail {
 namespace {
 
+/// A cell's sorted ordered keys read as the doubles they order (percentile_of_sorted and
+/// shape_of_sorted index it).
+struct sorted_values {
+  std::uint64_t const* k;
+  __host__ __device__ double operator[](std::uint64_t i) const noexcept { return from_ordered_key(k[i]); }
+};
+
 /// Percentiles a launch can take by value (the CLI has no limit: more are done in several launches).
 constexpr int max_percentiles_per_launch = 16;
 
@@ -40,14 +47,10 @@ static __global__ void __launch_bounds__(batch_policy::block_threads)
   percentiles_thread_per_cell_kernel(std::uint64_t const* __restrict__ keys, std::uint64_t const* __restrict__ offsets,
                                      std::uint64_t cells, percentile_set set, float nodata)
 {
-  struct decoded {
-    std::uint64_t const* k;
-    __host__ __device__ double operator[](std::uint64_t i) const noexcept { return from_ordered_key(k[i]); }
-  };
   for (std::uint64_t c = global_thread_index(); c < cells; c += grid_threads()) {
     std::uint64_t const begin = offsets[c];
     std::uint64_t const n = offsets[c + 1] - begin;
-    decoded const v{keys + begin};
+    sorted_values const v{keys + begin};
     for (int k = 0; k < set.n; ++k) {
       set.column[k][c] = n == 0 ? nodata : static_cast<float>(percentile_of_sorted(v, n, set.p[k]));
     }
@@ -76,14 +79,10 @@ static __global__ void __launch_bounds__(batch_policy::block_threads)
   shapes_thread_per_cell_kernel(std::uint64_t const* __restrict__ keys, std::uint64_t const* __restrict__ offsets,
                                 std::uint64_t cells, shape_set set, float nodata)
 {
-  struct decoded {
-    std::uint64_t const* k;
-    __host__ __device__ double operator[](std::uint64_t i) const noexcept { return from_ordered_key(k[i]); }
-  };
   for (std::uint64_t c = global_thread_index(); c < cells; c += grid_threads()) {
     std::uint64_t const begin = offsets[c];
     std::uint64_t const n = offsets[c + 1] - begin;
-    decoded const v{keys + begin};
+    sorted_values const v{keys + begin};
     for (int k = 0; k < set.n; ++k) {
       double const value = n == 0 ? NAN : shape_of_sorted(v, n, set.m[k]);
       set.column[k][c] = isnan(value) ? nodata : static_cast<float>(value);

@@ -209,12 +209,6 @@ std::vector<std::string> with(std::vector<std::string> args, std::vector<std::st
   return args;
 }
 
-std::string file_bytes(fs::path const& p)
-{
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 /// A failed write: exit 4 (output not writable), the output named with the cause, no temporary
 /// (".NAME.tmp-PID", the COG's ".NAME.tmp-PID.src", their ".aux.xml") left in the directory.
 /// A failure while rows are written may also surface when the file is flushed: with GDAL's

@@ -7,6 +7,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -19,6 +22,13 @@ inline std::string exe()
 {
   char const* p = std::getenv("HEIGHTGRID_EXE");
   return p ? p : HEIGHTGRID_EXE_DEFAULT;
+}
+
+/// Every byte of a file (empty when it cannot be read): outputs compared byte for byte.
+inline std::string file_bytes(std::filesystem::path const& p)
+{
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 struct cli_result {

@@ -25,12 +25,6 @@ namespace fs = std::filesystem;
 namespace heightgrid::test {
 namespace {
 
-std::string read_file(fs::path const& p)
-{
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 std::string octree() { return data("copc_octree_pdrf6.copc.laz").string(); }
 
 /// The share of the chunks' bytes `-v`'s COPC line says were read, in percent (-1 when absent).
@@ -229,7 +223,7 @@ TEST_F(Cli, BinaryAndZstandardEptGridAsTheLaszipDataset)
         // there the cells must be equal; lasR's nodes and ept.json agree, so the files must be.
         EXPECT_TRUE(window_of(got, want)) << type << jobs[j];
         EXPECT_EQ(read_raster(got).cols, read_raster(want).cols) << type << jobs[j];
-        if (multi) { EXPECT_TRUE(read_file(got) == read_file(want)) << type << jobs[j] << " differs from laszip"; }
+        if (multi) { EXPECT_TRUE(file_bytes(got) == file_bytes(want)) << type << jobs[j] << " differs from laszip"; }
         if (j == 0) {
           auto const info = run("info " + copy.string());
           EXPECT_NE(info.output.find(": EPT of " + type + " data, cube side"), std::string::npos) << info.output;

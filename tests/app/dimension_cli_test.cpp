@@ -25,12 +25,7 @@ namespace fs = std::filesystem;
 namespace {
 
 using heightgrid::test::run_cli;
-
-std::string file_bytes(fs::path const& p)
-{
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using heightgrid::test::file_bytes;
 
 /// Band `b` (1-based) of a raster as doubles, row-major.
 std::vector<double> band(fs::path const& tif, int b)

@@ -26,6 +26,7 @@ namespace fs = std::filesystem;
 namespace {
 
 using heightgrid::test::run_cli;
+using heightgrid::test::file_bytes;
 using json = nlohmann::json;
 
 /// The JSON document a command printed on stdout (stderr, with the log, is not captured).
@@ -45,12 +46,6 @@ json run_json(std::string const& args, int& code)
     ADD_FAILURE() << args << ": not JSON (" << e.what() << "):\n" << output;
     return {};
   }
-}
-
-std::string file_bytes(fs::path const& p)
-{
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
 class GdalCli : public ::testing::Test {

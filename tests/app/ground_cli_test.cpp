@@ -47,12 +47,6 @@ void write_dtm(fs::path const& path, int epsg)
   ASSERT_EQ(band->RasterIO(GF_Write, 0, 0, 10, 10, v.data(), 10, 10, GDT_Float64, 0, 0), CE_None);
 }
 
-std::string file_bytes(fs::path const& p)
-{
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 TEST_F(Cli, GroundGivesHeightsAboveThePlaneAndDropsPointsOffIt)
 {
   write_dtm(out("dtm.tif"), 0);

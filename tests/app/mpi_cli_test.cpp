@@ -17,6 +17,7 @@
 namespace fs = std::filesystem;
 using heightgrid::test::cli_result;
 using heightgrid::test::run_cli;
+using heightgrid::test::file_bytes;
 
 namespace {
 
@@ -39,19 +40,13 @@ cli_result run_ranks(int ranks, std::string const& args)
   return run_cli(args, launcher() + " -n " + std::to_string(ranks));
 }
 
-std::string bytes_of(fs::path const& p)
-{
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 /// The tiles and the VRT of an output directory, by name (the manifest and log are hidden files).
 std::map<std::string, std::string> outputs(fs::path const& dir)
 {
   std::map<std::string, std::string> files;
   for (auto const& e : fs::directory_iterator(dir)) {
     auto const name = e.path().filename().string();
-    if (name.front() != '.') { files[name] = bytes_of(e.path()); }
+    if (name.front() != '.') { files[name] = file_bytes(e.path()); }
   }
   return files;
 }
@@ -110,7 +105,7 @@ TEST_F(MpiTiles, ThreeRanksWriteTheBytesOfOneProcess)
     ASSERT_NE(it, got.end()) << name << " is missing from the MPI run's output";
     EXPECT_TRUE(it->second == bytes) << name << " differs between one process and three ranks";
   }
-  EXPECT_EQ(bytes_of(out("one/dsm/.heightgrid-tiles")), bytes_of(out("three/dsm/.heightgrid-tiles")));
+  EXPECT_EQ(file_bytes(out("one/dsm/.heightgrid-tiles")), file_bytes(out("three/dsm/.heightgrid-tiles")));
   // Only rank 0 reports: one summary line, naming the three ranks (rank 0 grids too).
   EXPECT_EQ(count_of(three.output, "tiles of 64 x 64 cells"), 1u) << three.output;
   EXPECT_NE(three.output.find("rank 0 on "), std::string::npos) << three.output;

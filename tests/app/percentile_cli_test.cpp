@@ -19,12 +19,7 @@ namespace fs = std::filesystem;
 namespace {
 
 using heightgrid::test::run_cli;
-
-std::string file_bytes(fs::path const& p)
-{
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
+using heightgrid::test::file_bytes;
 
 class PercentileCli : public ::testing::Test {
  protected:

@@ -29,12 +29,6 @@ namespace fs = std::filesystem;
 namespace heightgrid::test {
 namespace {
 
-std::string bytes_of(fs::path const& p)
-{
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 /// The names in `dir`, hidden ones included, sorted.
 std::vector<std::string> listing(fs::path const& dir)
 {
@@ -121,7 +115,7 @@ TEST_F(RemoteBadInput, AServerWithoutRangesServesASmallFileWholeAndALargeOneIsRe
   ASSERT_EQ(local.code, 0) << local.output;
   auto const small = grid(server_->url("norange/layered_dims_pdrf8.laz"), "-q");
   ASSERT_EQ(small.code, 0) << small.output;
-  EXPECT_EQ(bytes_of(out_ / "x.tif"), bytes_of(out("local.tif")));
+  EXPECT_EQ(file_bytes(out_ / "x.tif"), file_bytes(out("local.tif")));
   fs::remove(out_ / "x.tif");
   auto const url = server_->url("norange/copc_octree_pdrf6.copc.laz");
   expect_input_error(grid(url), url + ": byte 0: read failed: Range downloading not supported by this server!");
@@ -176,7 +170,7 @@ TEST_F(RemoteBadInput, S3AccessDeniedNamesTheS3Url)
   ASSERT_EQ(local.code, 0) << local.output;
   auto const good = grid("s3://bucket/layered_dims_pdrf8.laz", "-q" + s3_config());
   ASSERT_EQ(good.code, 0) << good.output;
-  EXPECT_EQ(bytes_of(out_ / "x.tif"), bytes_of(out("local.tif")));
+  EXPECT_EQ(file_bytes(out_ / "x.tif"), file_bytes(out("local.tif")));
   fs::remove(out_ / "x.tif");
   auto const r = grid("s3://denied/tiles/a.laz", s3_config());
   expect_input_error(
@@ -258,7 +252,7 @@ TEST_F(RemoteBadInput, AMalformedCopcHierarchyIsNamedByItsUrlAndTheFileReadWhole
                                                           "0-0-0-0): a point count of -5; the file is read whole"),
             std::string::npos)
     << r.output;
-  EXPECT_EQ(bytes_of(out_ / "x.tif"), bytes_of(out("local.tif")));
+  EXPECT_EQ(file_bytes(out_ / "x.tif"), file_bytes(out("local.tif")));
 }
 
 TEST_F(RemoteBadInput, SkipBadLeavesBadUrlsOutOfATiledRun)

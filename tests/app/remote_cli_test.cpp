@@ -19,12 +19,6 @@ namespace fs = std::filesystem;
 namespace heightgrid::test {
 namespace {
 
-std::string bytes_of(fs::path const& p)
-{
-  std::ifstream in(p, std::ios::binary);
-  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
-}
-
 class RemoteCli : public Cli {
  protected:
   void SetUp() override
@@ -55,7 +49,7 @@ TEST_F(RemoteCli, UrlsGridAsTheLocalFiles)
     for (std::string const& spelling : {server_->url(name), "/vsicurl/" + server_->url(name)}) {
       auto const remote = run("grid " + spelling + " -o " + out("remote.tif").string() + " --overwrite" + common);
       ASSERT_EQ(remote.code, 0) << remote.output;
-      EXPECT_EQ(bytes_of(out("remote.tif")), bytes_of(out("local.tif"))) << spelling;
+      EXPECT_EQ(file_bytes(out("remote.tif")), file_bytes(out("local.tif"))) << spelling;
     }
   }
   // A local file and a URL in one job.
@@ -75,7 +69,7 @@ TEST_F(RemoteCli, AnEptDatasetOverHttpGridsAsTheLocalOne)
   ASSERT_EQ(local.code, 0) << local.output;
   auto const remote = run("grid " + server_->url("ept/ept.json") + " -o " + out("remote.tif").string() + common);
   ASSERT_EQ(remote.code, 0) << remote.output;
-  EXPECT_EQ(bytes_of(out("remote.tif")), bytes_of(out("local.tif")));
+  EXPECT_EQ(file_bytes(out("remote.tif")), file_bytes(out("local.tif")));
 }
 
 TEST_F(RemoteCli, ACopcWindowFetchesPartOfTheFile)
@@ -94,7 +88,7 @@ TEST_F(RemoteCli, ACopcWindowFetchesPartOfTheFile)
   auto const local = run("grid " + (www_ / "copc_octree_pdrf6.copc.laz").string() + " -o " + out("l.tif").string() +
                          " -te 500045 4100045 500055 4100055 -tr 1 1 --device cpu -q");
   ASSERT_EQ(local.code, 0) << local.output;
-  EXPECT_EQ(bytes_of(out("w.tif")), bytes_of(out("l.tif")));
+  EXPECT_EQ(file_bytes(out("w.tif")), file_bytes(out("l.tif")));
 }
 
 TEST_F(RemoteCli, AMissingUrlIsAnInputErrorNamingIt)
