@@ -284,6 +284,12 @@ CLI::App* add_grid_command(CLI::App& app, grid_options& o)
                   "GPU jobs of range/min/max/count: batch memory the readers may fill while CUDA starts, e.g. 1G "
                   "(default: none when uncompressed LAS records go to the GPU, else 2G or a quarter of the host "
                   "budget, the smaller; 0: the readers wait for the GPU)");
+  cmd->add_option("--gpu-start", o.gpu_start,
+                  "GPU jobs of range/min/max/count: what happens to the batches read while CUDA starts: cpu (the "
+                  "CPU bins them and the GPU the rest, the two grids merged; where the host's accumulators stay "
+                  "within 512 MiB and no LAZ chunk goes to the GPU decoder) or wait (every batch goes to the GPU; "
+                  "--read-ahead applies)")
+    ->default_val("cpu");
   cmd->add_option("--las-decoder", o.las_decoder,
                   "Where uncompressed LAS records are decoded when the GPU bins range/min/max/count: auto (on the "
                   "GPU: the readers only copy records into page-locked memory) or cpu (the readers decode and "
@@ -366,6 +372,9 @@ int run_grid(grid_options const& given)
   HG_EXPECTS(o.las_decoder == "auto" || o.las_decoder == "cpu", error_kind::usage,
              "--las-decoder: '" + o.las_decoder + "' is not auto or cpu");
   job.las_decoder = o.las_decoder == "cpu" ? las_decoder_choice::cpu : las_decoder_choice::automatic;
+  HG_EXPECTS(o.gpu_start == "cpu" || o.gpu_start == "wait", error_kind::usage,
+             "--gpu-start: '" + o.gpu_start + "' is not cpu or wait");
+  job.cpu_while_gpu_starts = o.gpu_start == "cpu";
   if (!o.read_ahead.empty()) { job.read_ahead = o.read_ahead == "0" ? 0 : parse_memory(o.read_ahead, "--read-ahead"); }
   if (o.copc_level == "auto") {
     job.copc_level_auto = true;

@@ -186,12 +186,14 @@ class grid_job {
     std::uint64_t const points = known_points();
     switch (o_.device) {
       case device_choice::cpu: route_ = bin_route::cpu; break;
-      case device_choice::gpu: route_ = bin_route::gpu; break;
+      case device_choice::gpu: route_ = may_share_with_cpu() ? bin_route::cooperative : bin_route::gpu; break;
       case device_choice::automatic:
         if (points > 0 && !auto_wants_gpu(points, o_.request)) {
           route_ = bin_route::cpu;
         } else if (points > 0 || sums_ || order_) {
-          route_ = bin_route::gpu;  // known to be big enough: the GPU alone (measured faster than sharing)
+          // Known to be big enough: the CPU bins while CUDA starts where the grid is small enough to
+          // keep on both sides (bin_and_write decides), else the GPU alone.
+          route_ = may_share_with_cpu() ? bin_route::cooperative : bin_route::gpu;
         } else {
           // Unknown size (text, rasters): the CPU bins while the GPU starts, the GPU takes over once up.
           route_ = bin_route::cooperative;
@@ -205,6 +207,28 @@ class grid_job {
     }
     HG_EXPECTS(gpu_ == nullptr || gpu_->batch_points() >= batch_points_, error_kind::internal,
             "grid_job: the GPU stage's batches are smaller than the sources' parts");
+  }
+
+  /// Batches that may be binned on either side and merged in any order (min/max/count by atomics),
+  /// and the job lets the CPU bin while CUDA starts.
+  bool may_share_with_cpu() const
+  {
+    return o_.cpu_while_gpu_starts && !sums_ && !order_ && binner_options().reduction == batch_reduction::atomic;
+  }
+
+  /// The cooperative route of a job whose size is known: the CPU bins the batches read while CUDA
+  /// starts (the GPU's start hidden), the GPU the rest, and the two grids merge. Kept where the host
+  /// grid stays small (auto_device_policy::cooperative_host_bytes) and no LAZ chunk goes to the GPU
+  /// decoder (its records are binned where they are decoded); otherwise the GPU alone.
+  void settle_route(int bands)
+  {
+    if (route_ != bin_route::cooperative) { return; }
+    bool const known = known_points() > 0;
+    std::uint64_t const host_bytes = grid_.num_cells() * accumulator_bytes_per_cell(acc_request_);
+    if (bands > 1 || (known && (laz_stage_ != nullptr || host_bytes > auto_device_policy::cooperative_host_bytes))) {
+      // Splitting a band between the CPU and the GPU would pass every point over both for each band.
+      route_ = bin_route::gpu;
+    }
   }
 
   /// Hands layered LAZ chunks to the GPU decoder when that is worth it (laz_decoder_choice).
@@ -441,7 +465,8 @@ class grid_job {
   /// order statistics.
   bool wants_records() const
   {
-    return o_.las_decoder == las_decoder_choice::automatic && route_ == bin_route::gpu && gpu_ != nullptr && !sums_ &&
+    return o_.las_decoder == las_decoder_choice::automatic &&
+           (route_ == bin_route::gpu || route_ == bin_route::cooperative) && gpu_ != nullptr && !sums_ &&
            !order_ && binner_options().reduction == batch_reduction::atomic;
   }
 
@@ -475,10 +500,7 @@ class grid_job {
     int const bands = bands_for(grid_);
     report_.bands = bands;
     report_.binned = report_.non_empty = report_.max_count = counted_ = 0;
-    if (bands > 1 && route_ == bin_route::cooperative) {
-      // Splitting a band between the CPU and the GPU would pass every point over both for each band.
-      route_ = bin_route::gpu;
-    }
+    settle_route(bands);
     std::uint32_t const rows_per_band = (grid_.rows + static_cast<std::uint32_t>(bands) - 1) / static_cast<std::uint32_t>(bands);
     grid_spec out_grid = grid_;
     std::vector<grid_band> todo;  // the bands left, the next one last
@@ -543,6 +565,7 @@ class grid_job {
       finalize_band(band, out_grid);
     }
     check_counts();
+    confirm_gpu();
     output_.commit(report_.non_empty);
     return true;
   }
@@ -552,16 +575,16 @@ class grid_job {
     auto const t = clock_type::now();
     host_.reset();
     if (route_ != bin_route::gpu) {
-      // A grid binned by the CPU alone keeps counts only when they are asked for (or sums or order
-      // statistics need them): without, each point costs two atomic maxima and no locked add. A grid
-      // that may be merged with the GPU's keeps them.
+      // A grid binned by the CPU keeps counts only when they are asked for (or sums or order
+      // statistics need them): without, each point costs two atomic maxima and no locked add; merged
+      // with the GPU's, its cells count as one point (only which cells hold points matters then).
       metric_request r = acc_request_;
-      r.count = route_ != bin_route::cpu || o_.request.count;
+      r.count = o_.request.count;
       host_ = std::make_unique<host_grid>(band, r, order_capacity(band));
       // A grid most cells of which will be reached (as many points as cells, by the headers): its
       // pages are mapped up front on every core rather than by double faults in the binning.
       std::uint64_t const known = known_points();
-      if (route_ == bin_route::cpu && known > 0 && known >= band.cells()) {
+      if (route_ != bin_route::gpu && known > 0 && known >= band.cells()) {
         omp_set_num_threads(static_cast<int>(threads_));
         host_->prefault(stored_integers());
       }
@@ -778,7 +801,7 @@ class grid_job {
       window.add_density(fin, o_.nodata);
       std::uint32_t largest = c.largest;
       std::uint64_t const total = c.total, non_empty = c.non_empty;
-      if (host_only && !host_->keeps_counts()) { largest = 0; }  // counts of 0 or 1: no maximum known
+      if (host_ != nullptr && !host_->keeps_counts()) { largest = 0; }  // counts of 0 or 1: no maximum known
       report_.max_count = std::max<std::uint64_t>(report_.max_count, largest);
       counted_ += total;
       report_.non_empty += non_empty;
@@ -790,12 +813,24 @@ class grid_job {
     if (gpu_used_) { report_.gpu = gpu_->binner().times(); }
   }
 
+  /// --device gpu where the CPU binned every point while CUDA started: the output is complete, but
+  /// a job on a host without a usable GPU must still fail as --device gpu promises. Waits for the
+  /// start to settle (after the output was written: it overlaps the writing).
+  void confirm_gpu()
+  {
+    if (o_.device != device_choice::gpu || gpu_ == nullptr || gpu_used_) { return; }
+    std::atomic<bool> const never{false};
+    if (!gpu_->wait_ready(never)) {
+      throw error(error_kind::device, "--device gpu: the GPU could not be used: " + gpu_->failure());
+    }
+  }
+
   void check_counts()
   {
     // A cell's count is 32 bits: with 2^32 points or more one could have wrapped. The counts of the
     // output cells then no longer add up to the points binned into them. (A host grid without
     // counts has none to wrap.)
-    bool const counts_kept = gpu_used_ || (host_ != nullptr && host_->keeps_counts());
+    bool const counts_kept = host_ == nullptr || host_->keeps_counts();
     if (counts_kept && report_.binned >= (std::uint64_t{1} << 32) && counted_ != report_.binned) {
       throw error(error_kind::resource, "a cell holds more than 4,294,967,295 points, more than a count can hold; "
                                         "choose a finer resolution (--res)");

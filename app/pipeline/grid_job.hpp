@@ -43,6 +43,11 @@ struct auto_device_policy {
   /// route (LAS records decoded on the device) is faster. The crossover of docs/benchmarks.md,
   /// "LAS on the device" (16-core H200 hosts: CPU at 3 * 10^8, GPU at 4 * 10^8).
   static constexpr std::uint64_t gpu_min_points = 350'000'000;
+  /// The CPU bins while CUDA starts (the cooperative route) where the host's accumulators for the
+  /// grid stay within this: above, their pages cost more than the head start gives, and the GPU
+  /// route's memory would exceed the CPU route's by more than issue #36 allows (docs/benchmarks.md,
+  /// "LAS on the device").
+  static constexpr std::uint64_t cooperative_host_bytes = std::uint64_t{512} << 20;
   /// Mean/stddev cannot be shared between the CPU and the GPU (the merge order would depend on
   /// timing), so such jobs pick one. The CPU sorts every batch by cell and merges the batches lane
   /// by lane (grid_sink): measured on a lent H100 host with 16 cores (docs/benchmarks.md, run U),
@@ -107,6 +112,10 @@ struct grid_job_options {
   int gpu_device{-1};                        ///< CUDA device of a stage the job starts (-1: the default)
   laz_decoder_choice laz_decoder{laz_decoder_choice::automatic};
   las_decoder_choice las_decoder{las_decoder_choice::automatic};
+  /// Range/min/max/count on the GPU: the CPU bins the batches read while CUDA starts and the two
+  /// grids merge (the cooperative route, where the grid is small enough: grid_job); false: every
+  /// batch waits for the GPU (--gpu-start wait).
+  bool cpu_while_gpu_starts{true};
   laz_gpu_limits laz_gpu_sizes;  ///< the GPU LAZ stage's waves and ring (tests make them small)
   /// --copc-level: read COPC octree levels 0..N only (unset: every level, the exact result);
   /// `copc_level_auto`: down to the first level whose point spacing is at most the cell.

@@ -31,7 +31,7 @@ point_batch worker_buffers::get(unsigned worker)
 
 grid_sink::grid_sink(bin_route route, unsigned workers, std::size_t batch_points, host_grid* host, gpu_stage* gpu,
                      std::function<host_grid*()> make_host)
-  : route_(route), buffers_(workers, batch_points), host_(host), gpu_(gpu), make_host_(std::move(make_host)),
+  : route_(route), buffers_(workers, batch_points), record_columns_(workers, batch_points), host_(host), gpu_(gpu), make_host_(std::move(make_host)),
     workers_(workers)
 {
   HG_EXPECTS(route == bin_route::gpu || host != nullptr, error_kind::internal, "grid_sink: CPU binning without a host grid");
@@ -73,9 +73,12 @@ void grid_sink::bin_on_cpu(unsigned worker, point_batch& batch)
   auto& w = workers_[worker];
   if (batch.encoding == coord_encoding::las_records) {
     // Records meant for the GPU: decoded and filtered here as the GPU would have, into the worker's
-    // own buffer (free on the GPU route, whose batches live in the stage's memory).
+    // own buffer (free on the GPU route, whose batches live in the stage's memory), or a second one
+    // where the records are in the first (the cooperative route read them before the GPU was ready,
+    // or while its ring was full).
     HG_EXPECTS(record_rules_ != nullptr, error_kind::internal, "grid_sink: raw LAS records without their filters");
     point_batch columns = buffers_.get(worker);
+    if (columns.data == batch.data) { columns = record_columns_.get(worker); }
     if (w.record_stats.size() <= batch.source) { w.record_stats.resize(batch.source + std::size_t{1}); }
     decode_las_records(batch, *record_rules_, columns, w.record_stats[batch.source]);
     bin_on_cpu(worker, columns);

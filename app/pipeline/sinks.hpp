@@ -124,6 +124,7 @@ class grid_sink final : public part_sink {
 
   bin_route route_;
   worker_buffers buffers_;
+  worker_buffers record_columns_;  ///< raw records decoded on the CPU out of buffers_' batch (allocated on first use)
   std::atomic<host_grid*> host_;
   gpu_stage* gpu_;
   std::function<host_grid*()> make_host_;

@@ -478,8 +478,34 @@ void host_grid::merge(batch_partials const& p, std::size_t begin, std::size_t en
 void host_grid::merge_into(accumulator_view const& window, std::uint64_t first) const
 {
   HG_EXPECTS(first + window.cells <= acc_.cells, error_kind::internal, "host_grid::merge_into: window outside the grid");
-  HG_EXPECTS(keeps_counts(), error_kind::internal, "host_grid::merge_into: a grid that keeps no counts");
   auto const n = static_cast<std::int64_t>(window.cells);
+  if (!keeps_counts()) {
+    // Extremes alone (integer words and/or pairs): a cell of this grid counts as one point.
+    bool const words = words_ != nullptr && z_rule_set_.load(std::memory_order_acquire);
+    bool const pairs = pairs_used_.load(std::memory_order_relaxed) || !words;
+#pragma omp parallel for schedule(static)
+    for (std::int64_t i = 0; i < n; ++i) {
+      std::uint64_t const c = first + static_cast<std::uint64_t>(i);
+      std::uint64_t lo = 0, hi = 0;
+      if (words) {
+        std::uint64_t const w = words_[c];
+        if (w != 0) {
+          lo = lo_key(scaled_coords::apply(int_of_key(~static_cast<std::uint32_t>(w)), z_scale_, z_offset_));
+          hi = hi_key(scaled_coords::apply(int_of_key(static_cast<std::uint32_t>(w >> 32)), z_scale_, z_offset_));
+        }
+      }
+      if (pairs) {
+        lo = std::max(lo, acc_.lo_of(c));
+        hi = std::max(hi, acc_.hi_of(c));
+      }
+      if (hi == 0) { continue; }
+      auto const u = static_cast<std::uint64_t>(i);
+      window.lo_of(u) = std::max(window.lo_of(u), lo);
+      window.hi_of(u) = std::max(window.hi_of(u), hi);
+      if (window.count[i] == 0) { window.count[i] = 1; }
+    }
+    return;
+  }
 #pragma omp parallel for schedule(static)
   for (std::int64_t i = 0; i < n; ++i) {
     std::uint64_t const c = first + static_cast<std::uint64_t>(i);

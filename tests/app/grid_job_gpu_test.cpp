@@ -64,9 +64,14 @@ TEST(GridJob, GpuRoutesEqualTheCpu)
         auto stage = std::make_unique<gpu_stage>(1000, 16);
         ASSERT_TRUE(stage->wait_started().has_value()) << stage->failure();
         auto const report = run_grid_job(sources, o, gpu, std::move(stage));
-        if (device == device_choice::gpu || r.mean) {
+        if (r.mean) {
           EXPECT_EQ(report.route, "GPU");
           EXPECT_GT(report.gpu_batches, 0U);
+        } else if (device == device_choice::gpu) {
+          // Cooperative: the GPU is up, so it takes every batch a ring slot is free for.
+          EXPECT_TRUE(report.route == "CPU + GPU" || report.route == "GPU") << report.route;
+          EXPECT_GT(report.gpu_batches, 0U);
+          shared_gpu_batches += report.gpu_batches;
         } else {
           // Shared: the GPU takes batches once its accumulators and ring are set up, which the CPU
           // may outrun on a small job; with 1-point parts (40,000 batches) it must get some.
@@ -97,6 +102,7 @@ TEST(GridJob, ReadersReadAheadWhileTheGpuStarts)
     memory_output cpu;
     (void)run_grid_job(sources, o, cpu);
     o.device = device_choice::gpu;
+    o.cpu_while_gpu_starts = false;  // every batch for the GPU: read ahead and parked
     held_start held;
     // 4 ring slots: the other parts can only be read ahead into plain buffers.
     auto stage = std::make_shared<gpu_stage>(std::max<std::size_t>(v.part, 1), 4, -1, held.hook());
@@ -112,6 +118,47 @@ TEST(GridJob, ReadersReadAheadWhileTheGpuStarts)
     }
     EXPECT_EQ(report.cpu_batches, 0U);
     expect_bands(gpu.bands, cpu.bands, o.request, 0);
+  }
+}
+
+TEST(GridJob, TheCpuBinsWhileTheGpuStartsAndTheGridsMerge)
+{
+  if (!gpu_available()) { GTEST_SKIP() << "no usable GPU: the cooperative route is checked on the GPU machine"; }
+  // --device gpu, range/min/max with and without counts: the start is held while the first parts
+  // are binned on the CPU, then released; the GPU takes the parts read after it is up (40,000 parts
+  // of one point, so some are left). The merged grid is the CPU route's, cell for cell; with the
+  // start held past the end of the job the CPU bins everything and the job still waits to confirm
+  // the GPU (route "CPU").
+  metric_request with_count = extremes();
+  metric_request without_count = extremes();
+  without_count.count = false;
+  for (auto const& r : {with_count, without_count}) {
+    for (bool const up_during_job : {true, false}) {
+      auto const c = three_clouds(1, true);
+      auto const sources = sources_of(c);
+      auto o = job_options(r, 1.0, device_choice::cpu, 4);
+      memory_output cpu;
+      (void)run_grid_job(sources, o, cpu);
+      o.device = device_choice::gpu;
+      held_start held;
+      auto stage = std::make_shared<gpu_stage>(1000, 8, -1, held.hook());
+      held.release_after(up_during_job ? 5 : 2000);  // 2 s: after the readers; the job then waits for it
+      memory_output gpu;
+      grid_job_report report;
+      ASSERT_NO_THROW(report = run_grid_job(sources, o, gpu, stage));
+      EXPECT_GT(report.cpu_batches, 0U) << "the CPU binned nothing while the GPU started";
+      if (up_during_job) {
+        EXPECT_EQ(report.route, "CPU + GPU");
+        EXPECT_GT(report.gpu_batches, 0U);
+      } else {
+        EXPECT_EQ(report.route, "CPU");
+        EXPECT_EQ(report.gpu_batches, 0U);
+        EXPECT_EQ(stage->current(), gpu_stage::state::ready) << "the job did not wait to confirm the GPU";
+      }
+      EXPECT_EQ(report.binned, 40000U);
+      expect_bands(gpu.bands, cpu.bands, r, 0);
+      EXPECT_TRUE(gpu.committed);
+    }
   }
 }
 

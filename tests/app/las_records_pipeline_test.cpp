@@ -118,6 +118,7 @@ TEST(LasRecords, GpuRouteDecodingRecordsEqualsTheCpuRoute)
   filter_options first = defaults;
   first.returns = return_filter::first;
   first.z_min = 0.0;
+  std::uint64_t cooperative_cpu_batches = 0;
   for (auto const& filter : {defaults, classes, first, filter_options::keep_all()}) {
     for (std::size_t part : {std::size_t{1000}, std::size_t{4099}}) {
       SCOPED_TRACE("part " + std::to_string(part));
@@ -127,12 +128,33 @@ TEST(LasRecords, GpuRouteDecodingRecordsEqualsTheCpuRoute)
       auto const cpu_report = run_grid_job(open_all(paths, part), o, cpu);
       EXPECT_FALSE(cpu_report.las_records_on_gpu);
       o.device = device_choice::gpu;
+      o.cpu_while_gpu_starts = false;
       memory_output gpu;
       auto const gpu_report = run_grid_job(open_all(paths, part), o, gpu);
       EXPECT_EQ(gpu_report.route, "GPU");
       EXPECT_TRUE(gpu_report.las_records_on_gpu);
       expect_bands(gpu.bands, cpu.bands, r, 0);
       expect_same_read(gpu_report, cpu_report);
+      // The CPU binning while CUDA starts (the default): the records the CPU took decoded there with
+      // the same rules, the rest on the device, the grids merged; counts asked for or not.
+      for (bool count : {true, false}) {
+        SCOPED_TRACE(count ? "cooperative, with counts" : "cooperative, extremes alone");
+        auto oc = o;
+        oc.cpu_while_gpu_starts = true;
+        oc.request.count = count;
+        auto oc_cpu = oc;
+        oc_cpu.device = device_choice::cpu;
+        memory_output want;
+        (void)run_grid_job(open_all(paths, part), oc_cpu, want);
+        auto stage = std::make_shared<gpu_stage>(1 << 16, 2);  // up before the job: a full ring sends parts to the CPU
+        ASSERT_TRUE(stage->wait_started().has_value()) << stage->failure();
+        memory_output shared;
+        auto const shared_report = run_grid_job(open_all(paths, part), oc, shared, stage);
+        EXPECT_TRUE(shared_report.route == "CPU + GPU" || shared_report.route == "GPU") << shared_report.route;
+        cooperative_cpu_batches += shared_report.cpu_batches;
+        expect_bands(shared.bands, want.bands, oc.request, 0);
+        expect_same_read(shared_report, cpu_report);
+      }
       // The readers decoding (for comparison): the same again, 12-byte integers uploaded.
       o.las_decoder = las_decoder_choice::cpu;
       memory_output decoded;
@@ -142,6 +164,7 @@ TEST(LasRecords, GpuRouteDecodingRecordsEqualsTheCpuRoute)
       expect_same_read(decoded_report, cpu_report);
     }
   }
+  EXPECT_GT(cooperative_cpu_batches, 0U) << "the CPU never took records beside the GPU";
 }
 
 TEST(LasRecords, MeanAndPercentilesKeepDecodingOnTheReaders)

@@ -414,6 +414,7 @@ TEST(GridJob, BatchesReadAheadOfAGpuThatFailsToStartEndInAnErrorNotAHang)
   auto const c = three_clouds(999, true);
   auto const sources = sources_of(c);
   auto o = job_options(extremes(), 1.0, device_choice::gpu, 4);
+  o.cpu_while_gpu_starts = false;  // every batch for the GPU: read ahead and parked
   held_start held(false);
   auto stage = std::make_shared<gpu_stage>(1000, 4, -1, held.hook());
   held.release_after(200);

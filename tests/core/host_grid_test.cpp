@@ -344,9 +344,16 @@ TEST(HostGrid, ExtremesAloneKeepNoCountsAndGiveTheSameCells)
     EXPECT_GT(empty, 0U);
     EXPECT_THROW((void)grid.total_count(), error);
     EXPECT_THROW((void)grid.max_count(), error);
-    std::vector<std::uint64_t> lo(4), hi(4);
-    std::vector<std::uint32_t> count(4);
-    EXPECT_THROW(grid.merge_into(accumulator_view{lo.data(), hi.data(), count.data(), nullptr, nullptr, 4}, 0), error);
+    // Merged into an empty window (the GPU's side of a cooperative job that binned nothing there):
+    // the same extremes, and a count of 1 where the cell holds points.
+    std::size_t const cells = g.num_cells();
+    std::vector<std::uint64_t> lo(cells), hi(cells);
+    std::vector<std::uint32_t> count(cells);
+    accumulator_view const window{lo.data(), hi.data(), count.data(), nullptr, nullptr, cells};
+    grid.merge_into(window, 0);
+    auto const merged = finalize_window(window, 0, g.cols, g.rows, g.cols, with_count, -9999.0F);
+    auto const m = first_difference(merged, got, with_count, 0);
+    EXPECT_FALSE(m.has_value()) << m->describe();
   }
 }
 
@@ -453,6 +460,39 @@ TEST(HostGrid, IntegerZOfOneRuleGivesTheCellsOfTheDoublesWhateverTheOtherBatches
     for (auto const c : want_all.count) { non_empty += c != 0; }
     EXPECT_EQ(counted.non_empty, non_empty);
     EXPECT_EQ(counted.total, non_empty);
+
+    // Merged into another side's window (a cooperative job: the GPU binned other points with
+    // counts): the extremes of both, a count wherever either side holds points.
+    auto const more = walk_points(2000, 30.0, 11);
+    host_grid other(grid_band::whole(g), with_count);
+    point_chunk kept;
+    for (std::size_t i = 0; i < more.size(); ++i) {
+      if (more.x[i] >= g.x0 && more.x[i] < g.x0 + g.cols * g.xres && more.y[i] <= g.y0 && more.y[i] > g.y0 - g.rows * g.yres) {
+        kept.x.push_back(more.x[i]);
+        kept.y.push_back(more.y[i]);
+        kept.z.push_back(more.z[i]);
+        all.x.push_back(more.x[i]);
+        all.y.push_back(more.y[i]);
+        all.z.push_back(more.z[i]);
+      }
+    }
+    auto const kept_batches = split(kept, 500);
+    for (auto const& batch : kept_batches.list) { (void)other.add_batch(batch); }
+    std::size_t const cells = g.num_cells();
+    std::vector<std::uint64_t> lo(cells), hi(cells);
+    std::vector<std::uint32_t> count(cells);
+    for (std::size_t c = 0; c < cells; ++c) {
+      lo[c] = other.view().lo_of(c);
+      hi[c] = other.view().hi_of(c);
+      count[c] = other.view().count[c];
+    }
+    accumulator_view const window{lo.data(), hi.data(), count.data(), nullptr, nullptr, cells};
+    grid.merge_into(window, 0);
+    auto const want_both = reference(g, all, with_count, -9999.0F);
+    auto const merged = finalize_window(window, 0, g.cols, g.rows, g.cols, extremes, -9999.0F);
+    auto const m = first_difference(merged, want_both, extremes, 0);
+    EXPECT_FALSE(m.has_value()) << rules.size() << " rules, merged: " << m->describe();
+    for (std::size_t c = 0; c < cells; ++c) { ASSERT_EQ(count[c] != 0, want_both.count[c] != 0) << "cell " << c; }
   }
 }
 

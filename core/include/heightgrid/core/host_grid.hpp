@@ -64,8 +64,7 @@ class host_grid {
   /// Zeroed accumulators for every cell of `band`, with sum (mean or stddev) and m2 (stddev) when
   /// `request` needs them, and a count unless `request` asks for extremes alone (min, max, range:
   /// no count band, sums or order statistics). A grid without counts bins without a locked add a
-  /// point, finalizes a non-empty cell's count as 1, and cannot be merged into another
-  /// (merge_into). Pages are mapped lazily: an untouched part of a sparse grid costs no RSS.
+  /// point and finalizes (or merges: merge_into) a non-empty cell's count as 1. Pages are mapped lazily: an untouched part of a sparse grid costs no RSS.
   /// Throws error_kind::resource when the memory cannot be mapped.
   /// A request with order statistics (percentiles) also keeps every binned point, at most
   /// `order_capacity` of them (order_store.hpp: past it, binning throws order_store_full).
@@ -102,8 +101,10 @@ class host_grid {
 
   /// Merges this grid's cells [first, first + window.cells) into `window` (accumulators of the same
   /// cells from elsewhere, e.g. downloaded from the GPU): min, max and count only (sums from two
-  /// backends would depend on which batches went where). Reads this grid only, so untouched pages
-  /// of a sparse grid stay unmapped. OpenMP-parallel.
+  /// backends would depend on which batches went where). A grid without counts adds its cells'
+  /// extremes and makes an empty window cell it reaches a count of 1 (the window's counts then only
+  /// say which cells hold points). Reads this grid only, so untouched pages of a sparse grid stay
+  /// unmapped. OpenMP-parallel.
   void merge_into(accumulator_view const& window, std::uint64_t first) const;
 
   /// Output bands of rows [row0, row0 + rows) of the band (band-local rows), cropped to the first
