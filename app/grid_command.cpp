@@ -8,6 +8,7 @@
 
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/core/quote.hpp"
+#include "heightgrid/core/temp_registry.hpp"
 #include "heightgrid/io/crs.hpp"
 #include "heightgrid/io/geotiff_writer.hpp"
 #include "heightgrid/io/ground_raster.hpp"
@@ -23,6 +24,10 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <limits>
+#include <optional>
+
+#include <unistd.h>
 #include <sstream>
 
 namespace heightgrid::app {
@@ -249,7 +254,9 @@ CLI::App* add_grid_command(CLI::App& app, grid_options& o)
   add_cover_option(*cmd, o.cover_above);
   cmd->add_option("--ground", o.ground,
                   "A terrain raster (DTM) subtracted from every point's z before the metrics (bilinear between "
-                  "cell centres): heights above ground; points outside it or on its nodata are dropped and counted");
+                  "cell centres): heights above ground; points outside it or on its nodata are dropped and counted. "
+                  "auto: the DTM is gridded first from the inputs' ground points (class 2) as --classes 2 "
+                  "--metrics min --fill tin would, at the job's cell size");
   cmd->add_option("--fill", o.fill,
                   "Fill empty cells of the float bands after reduction: none, nearest (the nearest non-empty cell "
                   "within --fill-radius), idw (GDALFillNodata's inverse distance weighting, as gdal_fillnodata.py) "
@@ -323,6 +330,75 @@ CLI::App* add_grid_command(CLI::App& app, grid_options& o)
   heightgrid grid tiles/ -o dsm/ --res 1 --tile-size 4000 --gpus all   # dsm/dsm_R_C.tif + dsm/dsm.vrt)");
   return cmd;
 }
+
+namespace {
+
+/// --ground auto's DTM: a hidden file next to the output, removed when the run ends (or is stopped
+/// by a signal).
+struct auto_ground {
+  explicit auto_ground(std::string const& output)
+    : path((std::filesystem::path(output).parent_path() /
+            ("." + std::filesystem::path(output).filename().string() + ".ground.tmp-" + std::to_string(::getpid()) +
+             ".tif"))
+             .string()),
+      registration(path)
+  {
+  }
+  auto_ground(auto_ground const&) = delete;
+  auto_ground& operator=(auto_ground const&) = delete;
+  ~auto_ground()
+  {
+    std::error_code ec;
+    std::filesystem::remove(path, ec);
+  }
+  std::string path;
+  temporary_registration registration;
+};
+
+/// --ground auto: grids the DTM the job's heights are taken above from the same inputs first, as
+/// `--classes 2 --metrics min --fill tin` would (the job's cell size, grid and filters, every
+/// return, the ground class alone), into `path`.
+void make_auto_ground(grid_options const& o, grid_job_options const& job, std::vector<std::string> const& paths,
+                      std::string const& path)
+{
+  stopwatch const t;
+  grid_job_options dtm = job;
+  dtm.filter.classes = {2};
+  dtm.filter.returns = return_filter::all;
+  dtm.filter.z_min = -std::numeric_limits<double>::infinity();
+  dtm.filter.z_max = std::numeric_limits<double>::infinity();
+  dtm.request = metric_request{};
+  dtm.request.min = true;
+  dtm.progress = false;
+  io::raster_write_options w;
+  w.overwrite = true;
+  w.nodata = default_nodata;
+  w.fill.method = io::fill_method::tin;
+  w.fill.max_edge = o.fill_max_edge;
+  input_selection in = o.in;
+  in.reader.ground = nullptr;
+  auto opened = open_sources(in, paths, job.xres == job.yres ? std::optional<double>(job.xres) : std::nullopt, job.threads);
+  for (auto const& s : opened.sources) {
+    // Only LAS/LAZ/COPC and EPT points carry a class (a class filter does not apply to the others).
+    auto const& f = s->info().format;
+    HG_EXPECTS(f.rfind("LAS ", 0) == 0 || f.rfind("EPT ", 0) == 0, error_kind::input,
+               s->info().path + ": --ground auto grids the ground points (class 2), and this input (" + f +
+                 ") has no classes; give a terrain raster to --ground");
+    if (w.crs_wkt.empty()) { w.crs_wkt = s->info().crs_wkt; }
+  }
+  if (!o.a_srs.empty()) { w.crs_wkt = io::crs_from_user_input(o.a_srs); }
+  geotiff_output out(path, {metric::min}, w);
+  grid_job_report r;
+  try {
+    r = run_grid_job(opened.sources, dtm, out);
+  } catch (error const& e) {
+    throw error(e.kind(), std::string("--ground auto: no terrain model from the ground points (class 2): ") + e.what());
+  }
+  spdlog::info("--ground auto: a DTM of {} ground points (class 2), {} x {} cells, filled by tin, in {}",
+               with_commas(r.binned), r.grid.cols, r.grid.rows, human_seconds(t.seconds()));
+}
+
+}  // namespace
 
 int run_grid(grid_options const& given)
 {
@@ -401,11 +477,21 @@ int run_grid(grid_options const& given)
   region.max_level = job.copc_level;
   if (job.copc_level_auto) { region.auto_level_cell = std::min(xres, yres); }
   auto const paths = input_paths(o.in, region);
+  std::optional<auto_ground> made_ground;  // --ground auto's DTM, removed when the run ends
   if (!o.ground.empty()) {
     HG_EXPECTS(o.in.reader.dimension.empty() || o.in.reader.dimension == "Z" || o.in.reader.dimension == "z",
                error_kind::usage, "--ground subtracts the terrain from Z; --dimension " + o.in.reader.dimension +
                                     " grids another attribute");
-    o.in.reader.ground = std::make_shared<io::ground_raster const>(o.ground);
+    std::string ground_path = o.ground;
+    if (o.ground == "auto") {
+      HG_EXPECTS(!tiled_output_requested(o), error_kind::usage,
+                 "--ground auto makes one DTM for one output raster; with --tile-size make it first (--classes 2 "
+                 "--metrics min --fill tin -o dtm.tif) and give it to --ground");
+      made_ground.emplace(o.output);
+      make_auto_ground(o, job, paths, made_ground->path);
+      ground_path = made_ground->path;
+    }
+    o.in.reader.ground = std::make_shared<io::ground_raster const>(ground_path);
   }
   io::raster_write_options wopt;
   wopt.format = format;
@@ -491,7 +577,8 @@ int run_grid(grid_options const& given)
     auto const read = r.read.filtered.points_in;
     spdlog::warn("{}: {} of {} points ({:.2f} %) lie outside the --ground raster or use a nodata cell of it, and "
                  "were dropped",
-                 o.ground, with_commas(off), with_commas(read), read > 0 ? 100.0 * static_cast<double>(off) / read : 0.0);
+                 made_ground ? std::string("--ground auto's DTM") : o.ground, with_commas(off), with_commas(read),
+                 read > 0 ? 100.0 * static_cast<double>(off) / read : 0.0);
   }
   if (r.read.filtered.non_finite > 0) {
     spdlog::warn("skipped {} points with NaN or infinite coordinates", with_commas(r.read.filtered.non_finite));

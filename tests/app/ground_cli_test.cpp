@@ -83,6 +83,57 @@ TEST_F(Cli, GroundGivesHeightsAboveThePlaneAndDropsPointsOffIt)
   }
 }
 
+TEST_F(Cli, GroundAutoIsTheDtmOfTheGroundPointsFirst)
+{
+  // --ground auto = --classes 2 --metrics min --fill tin into a DTM, then --ground DTM: the same
+  // bytes, on the CPU and the GPU, and nothing left beside the output.
+  auto const synth = run("synth lidar --points 20000 --seed 5 -o " + out("l.las").string());
+  ASSERT_EQ(synth.code, 0) << synth.output;
+  std::string const in = out("l.las").string() + " --res 2 ";
+  auto const dtm = run("grid " + in + "--classes 2 --metrics min --fill tin -o " + out("dtm.tif").string());
+  ASSERT_EQ(dtm.code, 0) << dtm.output;
+  auto const two_steps = run("grid " + in + "--ground " + out("dtm.tif").string() + " --metrics max,p95,cover -o " +
+                             out("chm2.tif").string() + " --device cpu");
+  ASSERT_EQ(two_steps.code, 0) << two_steps.output;
+  fs::create_directories(out("auto"));
+  auto const one = run("grid " + in + "--ground auto --metrics max,p95,cover -o " + out("auto/chm.tif").string() +
+                       " --device cpu");
+  ASSERT_EQ(one.code, 0) << one.output;
+  EXPECT_NE(one.output.find("--ground auto: a DTM of"), std::string::npos) << one.output;
+  EXPECT_EQ(file_bytes(out("auto/chm.tif")), file_bytes(out("chm2.tif")));
+  if (gpu_available()) {
+    auto const g = run("grid " + in + "--ground auto --metrics max,p95,cover -o " + out("auto/g.tif").string() +
+                       " --device gpu");
+    ASSERT_EQ(g.code, 0) << g.output;
+    EXPECT_EQ(file_bytes(out("auto/g.tif")), file_bytes(out("chm2.tif")));
+  }
+  std::size_t files = 0;
+  for (auto const& e : fs::directory_iterator(out("auto"))) {
+    ++files;
+    EXPECT_EQ(e.path().filename().string().rfind(".", 0), std::string::npos) << "left behind: " << e.path();
+  }
+  EXPECT_EQ(files, gpu_available() ? 2U : 1U);
+  // No ground points (text has no classes), and tiles: clear errors, no output.
+  auto const none = run("grid " + data("sample.xyz").string() + " --res 1 --ground auto -o " + out("auto/n.tif").string());
+  EXPECT_EQ(none.code, 3) << none.output;
+  EXPECT_NE(none.output.find("sample.xyz: --ground auto grids the ground points (class 2), and this input (XYZ text) "
+                             "has no classes"),
+            std::string::npos)
+    << none.output;
+  // A LAZ file without ground points (data/lazrs_variable_chunks_pf1.laz: classes 0 and 1).
+  auto const no_ground = run("grid " + data("lazrs_variable_chunks_pf1.laz").string() + " --res 1 --ground auto -o " +
+                             out("auto/m.tif").string());
+  EXPECT_EQ(no_ground.code, 3) << no_ground.output;
+  EXPECT_NE(no_ground.output.find("--ground auto: no terrain model from the ground points (class 2)"), std::string::npos)
+    << no_ground.output;
+  EXPECT_FALSE(fs::exists(out("auto/m.tif")));
+  auto const tiles = run("grid " + in + "--ground auto --tile-size 50 -o " + out("auto/tiles").string());
+  EXPECT_EQ(tiles.code, 2) << tiles.output;
+  EXPECT_NE(tiles.output.find("--ground auto makes one DTM for one output raster"), std::string::npos) << tiles.output;
+  EXPECT_FALSE(fs::exists(out("auto/n.tif")));
+  EXPECT_FALSE(fs::exists(out("auto/tiles")));
+}
+
 TEST_F(Cli, GroundErrorsNameTheRasterAndTheCrs)
 {
   write_dtm(out("utm.tif"), 32633);
