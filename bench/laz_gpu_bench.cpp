@@ -1,12 +1,16 @@
-// laz_gpu_bench: layered LAZ chunks decoded on the GPU (kernels/laz_gpu.hpp) against the CPU
-// decoder, and timed. All chunks of all files given go to the device in one decode() (a directory
-// of tiles is one batch), after their compressed bytes were read into page-locked memory.
+// laz_gpu_bench: LAZ chunks decoded on the GPU (kernels/laz_gpu.hpp) against the CPU decoder, and
+// timed: layered (compressor 3, point formats 6-10) or pointwise (compressor 2, point10 v2 with
+// gpstime11/rgb12/byte v2: formats 0-3) files, the layout detected from the first file (all files
+// must share its record format). All chunks of all files given go to the device in one decode() (a
+// directory of tiles is one batch), after their compressed bytes were read into page-locked memory.
 //
-//   laz_gpu_bench [--threads N] [--mapping thread|layers] [--reps R] [--check] FILE.laz...
+//   laz_gpu_bench [--threads N] [--mapping thread|layers] [--reps R] [--copies C] [--check] FILE.laz...
 //
-// --check decodes every chunk on the CPU too (all cores) and compares the records' first 30
-// bytes; exit 1 on the first difference. Prints the read, upload, decode and download times
-// (CUDA events) and the wall of each decode() call; the median over --reps after one warm-up.
+// --copies C decodes every chunk C times in the call (the same compressed bytes, C times the
+// records): small files fill the device that way. --check decodes every chunk on the CPU too (all
+// cores) and compares each record's bytes the GPU writes (18 layered, 20 pointwise); exit 1 on a
+// difference. Prints the read, upload, decode and download times (CUDA events), the wall of each
+// decode() call and the kernel's M points/s; the median over --reps after one warm-up.
 
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/kernels/laz_gpu.hpp"
@@ -21,6 +25,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -42,6 +47,43 @@ double seconds_since(std::chrono::steady_clock::time_point t)
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
+/// The decoder's format of a file's records: layered point14, or pointwise point10 v2 followed by
+/// gpstime11 v2, rgb12 v2 and byte v2 (each optional, in that order); nothing for other items.
+std::optional<laz_gpu_format> gpu_format_of(laz::laz_vlr_info const& vlr)
+{
+  laz_gpu_format f;
+  f.record_length = static_cast<std::uint32_t>(vlr.record_length());
+  if (std::size_t const layers = laz::layered_layer_count(vlr); layers != 0) {
+    f.layout = laz_gpu_layout::layered_point14;
+    f.layer_count = static_cast<std::uint32_t>(layers);
+    return f;
+  }
+  auto const& items = vlr.items;
+  if (vlr.compressor != laz::compressor_pointwise_chunked || items.empty() ||
+      items[0].type != laz::item_type::point10 || items[0].version != 2) {
+    return std::nullopt;
+  }
+  f.layout = laz_gpu_layout::pointwise_point10;
+  std::size_t i = 1;
+  if (i < items.size() && items[i].type == laz::item_type::gpstime11 && items[i].version == 2) {
+    f.gps_time = true;
+    ++i;
+  }
+  if (i < items.size() && items[i].type == laz::item_type::rgb12 && items[i].version == 2) {
+    f.rgb = true;
+    ++i;
+  }
+  if (i < items.size() && items[i].type == laz::item_type::byte && items[i].version == 2) { f.extra_bytes = items[i++].size; }
+  if (i != items.size() || f.record_length != 20u + (f.gps_time ? 8u : 0u) + (f.rgb ? 6u : 0u) + f.extra_bytes) { return std::nullopt; }
+  return f;
+}
+
+bool same_format(laz_gpu_format const& a, laz_gpu_format const& b)
+{
+  return a.layout == b.layout && a.record_length == b.record_length && a.layer_count == b.layer_count &&
+         a.gps_time == b.gps_time && a.rgb == b.rgb && a.extra_bytes == b.extra_bytes;
+}
+
 double median(std::vector<double> v)
 {
   std::sort(v.begin(), v.end());
@@ -54,6 +96,7 @@ int run(int argc, char** argv)
   laz_gpu_mapping mapping = laz_gpu_mapping::layer_per_lane;
   int reps = 3;
   bool check = false;
+  std::size_t copies = 1;
   std::vector<std::string> paths;
   for (int i = 1; i < argc; ++i) {
     std::string const a = argv[i];
@@ -63,6 +106,8 @@ int run(int argc, char** argv)
       mapping = std::string(argv[++i]) == "thread" ? laz_gpu_mapping::chunk_per_thread : laz_gpu_mapping::layer_per_lane;
     } else if (a == "--reps" && i + 1 < argc) {
       reps = std::atoi(argv[++i]);
+    } else if (a == "--copies" && i + 1 < argc) {
+      copies = std::max<std::size_t>(std::strtoull(argv[++i], nullptr, 10), 1);
     } else if (a == "--check") {
       check = true;
     } else {
@@ -70,7 +115,7 @@ int run(int argc, char** argv)
     }
   }
   if (paths.empty()) {
-    std::fprintf(stderr, "usage: laz_gpu_bench [--threads N] [--mapping thread|layers] [--reps R] [--check] FILE.laz...\n");
+    std::fprintf(stderr, "usage: laz_gpu_bench [--threads N] [--mapping thread|layers] [--reps R] [--copies C] [--check] FILE.laz...\n");
     return 2;
   }
 
@@ -84,16 +129,22 @@ int run(int argc, char** argv)
     file_job f{io::detail::open_las_file(path), {}, {}, chunks.size()};
     if (!f.opened.laz_vlr) { throw error(error_kind::input, path + ": not a LAZ file"); }
     laz::laz_vlr_info const& vlr = *f.opened.laz_vlr;
-    std::size_t const layers = laz::layered_layer_count(vlr);
-    if (layers == 0) { throw error(error_kind::input, path + ": not a layered (LAS 1.4 PDRF 6-10) LAZ file"); }
+    auto const file_format = gpu_format_of(vlr);
+    if (!file_format) {
+      throw error(error_kind::input, path + ": neither layered (LAS 1.4 PDRF 6-10) nor pointwise with point10/gpstime11/"
+                                            "rgb12/byte v2 items: " + laz::describe_items(vlr));
+    }
+    if (files.empty()) {
+      format = *file_format;
+    } else if (!same_format(format, *file_format)) {
+      throw error(error_kind::input, path + ": its records differ from the first file's (" + laz::describe_items(vlr) + ")");
+    }
     f.layout = io::detail::laz_layout_of(f.opened.header);
     auto const& file = f.opened.file;
     f.chunks = laz::locate_laz_chunks(f.layout, vlr, [&file](std::uint64_t o, std::size_t n, std::uint8_t* b) {
                  file.read_exact(o, n, b);
                }).chunks;
     if (f.chunks.empty()) { throw error(error_kind::input, path + ": no usable chunk table"); }
-    format.record_length = static_cast<std::uint32_t>(vlr.record_length());
-    format.layer_count = static_cast<std::uint32_t>(layers);
     for (auto const& c : f.chunks) {
       chunks.push_back({compressed_bytes, c.bytes, points, static_cast<std::uint32_t>(c.points)});
       compressed_bytes += c.bytes;
@@ -102,10 +153,23 @@ int run(int argc, char** argv)
     files.push_back(std::move(f));
   }
   double const open_s = seconds_since(t_open);
+  std::size_t const file_chunks = chunks.size();
+  std::uint64_t const file_points = points;
+  // The copies decode the same compressed bytes into records of their own.
+  for (std::size_t k = 1; k < copies; ++k) {
+    for (std::size_t c = 0; c < file_chunks; ++c) {
+      laz_gpu_chunk copy = chunks[c];
+      copy.first_record += k * file_points;
+      chunks.push_back(copy);
+    }
+  }
+  points = file_points * copies;
+  std::size_t const stride = laz_gpu_record_bytes_of(format.layout);
+  bool const pointwise = format.layout == laz_gpu_layout::pointwise_point10;
 
   laz_gpu_decoder decoder(threads, mapping);
   std::uint8_t* const compressed = decoder.pinned(compressed_bytes);
-  std::uint8_t* const records = decoder.pinned(points * laz_gpu_record_bytes);
+  std::uint8_t* const records = decoder.pinned(points * stride);
   std::vector<double> read_s;
   std::vector<double> up, dec, down, wall;
   std::vector<laz_gpu_status> status;
@@ -117,7 +181,7 @@ int run(int argc, char** argv)
     unsigned const cores = std::max(1u, std::thread::hardware_concurrency());
     for (unsigned t = 0; t < cores; ++t) {
       pool.emplace_back([&] {
-        for (std::size_t c; (c = next.fetch_add(1)) < chunks.size();) {
+        for (std::size_t c; (c = next.fetch_add(1)) < file_chunks;) {
           auto it = std::upper_bound(files.begin(), files.end(), c,
                                      [](std::size_t v, file_job const& f) { return v < f.first_chunk; });
           file_job const& f = *(it - 1);
@@ -146,9 +210,11 @@ int run(int argc, char** argv)
   }
   std::size_t bad = 0;
   for (auto s : status) { bad += s != laz_gpu_status::ok ? 1 : 0; }
-  std::printf("files %zu  chunks %zu  points %llu  compressed %.1f MB  open %.3f s  chunks at once %zu, mapping %s\n",
-              files.size(), chunks.size(), static_cast<unsigned long long>(points), compressed_bytes / 1e6, open_s,
-              decoder.threads(), mapping == laz_gpu_mapping::chunk_per_thread ? "thread" : "layers");
+  std::printf("files %zu  chunks %zu (%zu copies)  points %llu  compressed %.1f MB  open %.3f s  layout %s  "
+              "chunks at once %zu, mapping %s\n",
+              files.size(), chunks.size(), copies, static_cast<unsigned long long>(points), compressed_bytes / 1e6,
+              open_s, pointwise ? "pointwise" : "layered", decoder.threads(),
+              pointwise ? "one lane a chunk" : mapping == laz_gpu_mapping::chunk_per_thread ? "thread" : "layers");
   std::printf("read %.3f s  upload %.1f ms  decode %.1f ms  download %.1f ms  reserve+upload+decode+download wall %.3f s  = %.1f M points/s "
               "(decode kernel %.1f M points/s)  chunks not ok: %zu\n",
               median(read_s), median(up), median(dec), median(down), median(wall), points / median(wall) / 1e6,
@@ -166,20 +232,21 @@ int run(int argc, char** argv)
       laz::chunk_scratch scratch;
       std::vector<std::uint8_t> cpu;
       for (std::size_t c; (c = next.fetch_add(1)) < chunks.size();) {
-        auto it = std::upper_bound(files.begin(), files.end(), c,
+        std::size_t const fc = c % file_chunks;
+        auto it = std::upper_bound(files.begin(), files.end(), fc,
                                    [](std::size_t v, file_job const& f) { return v < f.first_chunk; });
         file_job const& f = *(it - 1);
-        std::size_t const index = c - f.first_chunk;
+        std::size_t const index = fc - f.first_chunk;
         laz::chunk_entry const& e = f.chunks[index];
-        std::size_t const stride = format.record_length;
-        cpu.assign(e.points * stride, 0);
+        std::size_t const length = format.record_length;
+        cpu.assign(e.points * length, 0);
         auto const& file = f.opened.file;
         laz::decode_laz_chunk(f.layout, *f.opened.laz_vlr,
                               [&file](std::uint64_t o, std::size_t n, std::uint8_t* b) { file.read_exact(o, n, b); },
                               index, e, scratch, cpu.data(), fields);
         for (std::size_t i = 0; i < e.points; ++i) {
-          std::uint8_t const* g = records + (chunks[c].first_record + i) * laz_gpu_record_bytes;
-          if (std::memcmp(g, cpu.data() + i * stride, laz_gpu_record_bytes) != 0) {
+          std::uint8_t const* g = records + (chunks[c].first_record + i) * stride;
+          if (std::memcmp(g, cpu.data() + i * length, stride) != 0) {
             if (mismatches.fetch_add(1) < 5) {
               std::printf("MISMATCH %s chunk %zu point %zu (status %d)\n", f.layout.path.c_str(), index, i,
                           static_cast<int>(status[c]));

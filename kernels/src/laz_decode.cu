@@ -8,6 +8,9 @@
 // after a channel starts (a stamp per model), as the CPU decoder does for its context models: a
 // chunk touches a few dozen of its ~300 models.
 //
+// Pointwise chunks (compressor 2) go to laz_decode_pointwise.cu's kernel (the codec shared with
+// the host: detail/laz/pointwise.hpp); laz_gpu_decoder drives both and dispatches on the layout.
+//
 // Mappings (laz_gpu_mapping): chunk_per_thread, one thread decodes a chunk's layers in turn;
 // layer_per_lane, four lanes of a warp decode a chunk's XY, Z, classification and flags layers
 // side by side (see below). Blocks take chunks from an atomic counter until none are left.
@@ -20,6 +23,7 @@
 #include "detail/infra/cuda_event.cuh"
 #include "detail/infra/device_buffer.cuh"
 #include "detail/infra/device_context.cuh"
+#include "detail/laz/pointwise_launch.cuh"
 
 #include <cuda/atomic>
 #include <cuda_runtime_api.h>
@@ -824,8 +828,21 @@ struct laz_gpu_decoder::impl {
   std::size_t slots{0};      // chunks decoded at once, at most
   std::size_t laid_out{0};   // slots with models on the device
   laz_gpu_mapping mapping{laz_gpu_mapping::layer_per_lane};
+  std::size_t requested{0};  // the constructor's chunks_at_once (0: as many as the device holds)
+  laz_gpu_layout layout{laz_gpu_layout::layered_point14};  // of the last decode(): the records' stride
 
   void lay_out_slots(std::size_t wanted);
+  std::size_t stride() const { return laz_gpu_record_bytes_of(layout); }
+
+  // Pointwise: slots of models (detail/laz/pointwise.hpp), laid out for `pointwise_extra` extra bytes.
+  std::size_t pointwise_max{0};  // slots a pointwise decode() uses at most; 0: not yet known
+  std::size_t pointwise_laid_out{0};
+  std::uint32_t pointwise_extra{0};
+  std::size_t pointwise_slot_bytes{0};
+  device_buffer<unsigned char> pointwise_slots;
+  void lay_out_pointwise_slots(std::size_t wanted, std::uint32_t extra_bytes);
+  std::size_t pointwise_slots_of(std::uint32_t extra_bytes) const;
+  void launch_layered(laz_gpu_format const& format, std::size_t chunk_count, unsigned blocks);
   std::size_t arena_u16{0};
   device_buffer<channel_state> channels;
   device_buffer<std::uint16_t> arena;
@@ -842,6 +859,7 @@ struct laz_gpu_decoder::impl {
     channels.reset();
     arena.reset();
     epochs.reset();
+    pointwise_slots.reset();
     counter.reset();
     compressed.reset();
     chunks.reset();
@@ -879,6 +897,7 @@ laz_gpu_decoder::laz_gpu_decoder(std::size_t threads, laz_gpu_mapping mapping)
   impl& s = *impl_;
   HG_CUDA_TRY(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
   s.mapping = mapping;
+  s.requested = threads;
   s.arena_u16 = lay_out(nullptr, nullptr);
   if (threads == 0) {
     // As many chunks as the multiprocessors hold blocks of the kernel at once (its registers
@@ -926,6 +945,21 @@ void laz_gpu_decoder::impl::lay_out_slots(std::size_t wanted)
   laid_out = wanted;
 }
 
+void laz_gpu_decoder::impl::lay_out_pointwise_slots(std::size_t wanted, std::uint32_t extra_bytes)
+{
+  // Slots laid out for more extra bytes serve fewer too (their byte models stay unused).
+  if (wanted <= pointwise_laid_out && extra_bytes <= pointwise_extra) { return; }
+  std::uint32_t const extra = std::max(extra_bytes, pointwise_extra);
+  std::size_t const count = std::max(wanted, pointwise_laid_out);
+  pointwise_slots.reset();
+  pointwise_laid_out = 0;
+  pointwise_slot_bytes = detail::laz::pointwise_slot_bytes(extra);
+  pointwise_slots = device_buffer<unsigned char>(count * pointwise_slot_bytes, stream);
+  detail::laz::launch_lay_out_pointwise(pointwise_slots.data(), count, pointwise_slot_bytes, extra, stream);
+  pointwise_laid_out = count;
+  pointwise_extra = extra;
+}
+
 laz_gpu_decoder::~laz_gpu_decoder() = default;
 
 std::size_t laz_gpu_decoder::threads() const noexcept { return impl_->slots; }
@@ -942,7 +976,7 @@ void laz_gpu_decoder::reserve(std::size_t compressed_bytes, std::size_t records)
 {
   impl& s = *impl_;
   s.reserve(s.compressed, compressed_bytes);
-  s.reserve(s.records, records * laz_gpu_record_bytes);
+  s.reserve(s.records, records * laz_gpu_max_record_bytes);
   HG_CUDA_TRY(cudaStreamSynchronize(s.stream));
 }
 
@@ -966,60 +1000,33 @@ void laz_gpu_decoder::upload(std::uint8_t const* host, std::size_t bytes, std::s
 
 void const* laz_gpu_decoder::device_records() const noexcept { return impl_->records.data(); }
 
+laz_gpu_layout laz_gpu_decoder::layout() const noexcept { return impl_->layout; }
+
 void laz_gpu_decoder::download(std::size_t first, std::size_t count, std::uint8_t* host, laz_gpu_times* times)
 {
   impl& s = *impl_;
-  std::size_t const have = s.records.size() / laz_gpu_record_bytes;
+  std::size_t const stride = s.stride();
+  std::size_t const have = s.records.size() / stride;
   HG_EXPECTS(first <= have && count <= have - first, error_kind::usage,
              "laz_gpu_decoder::download: past the reserved records");
   if (count == 0) { return; }
   detail::cuda_event start, done;
   start.record(s.stream);
-  HG_CUDA_TRY(cudaMemcpyAsync(host, s.records.data() + first * laz_gpu_record_bytes, count * laz_gpu_record_bytes,
-                              cudaMemcpyDeviceToHost, s.stream));
+  HG_CUDA_TRY(cudaMemcpyAsync(host, s.records.data() + first * stride, count * stride, cudaMemcpyDeviceToHost,
+                              s.stream));
   done.record(s.stream);
   HG_CUDA_TRY(cudaStreamSynchronize(s.stream));
   if (times != nullptr) { times->download_ms += detail::elapsed_ms(start, done); }
 }
 
-std::vector<laz_gpu_status> laz_gpu_decoder::decode(laz_gpu_format const& format,
-                                                    std::vector<laz_gpu_chunk> const& chunks, laz_gpu_times* times)
+/// Launches the layered kernel of the decoder's mapping over `chunk_count` chunks in s.chunks.
+void laz_gpu_decoder::impl::launch_layered(laz_gpu_format const& format, std::size_t chunk_count, unsigned blocks)
 {
-  impl& s = *impl_;
-  HG_EXPECTS(format.record_length >= 30 && format.layer_count >= point14_layers, error_kind::usage,
-             "laz_gpu_decoder: a layered point14 record has >= 30 bytes and >= 9 layers, got " +
-               std::to_string(format.record_length) + " bytes and " + std::to_string(format.layer_count) + " layers");
-  std::size_t const record_capacity = s.records.size() / laz_gpu_record_bytes;
-  for (auto const& c : chunks) {
-    HG_EXPECTS(c.source <= s.compressed.size() && c.source_bytes <= s.compressed.size() - c.source,
-               error_kind::usage, "laz_gpu_decoder: a chunk lies outside the compressed bytes");
-    HG_EXPECTS(c.first_record <= record_capacity && c.points <= record_capacity - c.first_record, error_kind::usage,
-               "laz_gpu_decoder: a chunk's records lie outside the reserved records");
-  }
-  std::vector<laz_gpu_status> result(chunks.size(), laz_gpu_status::not_decoded);
-  if (chunks.empty()) { return result; }
-  s.reserve(s.chunks, chunks.size());
-  s.reserve(s.status, chunks.size());
-  // The threads take chunks in this order as they finish: longest first, so that a call of
-  // unequal chunks (a tile's last one is short) does not end on one thread's long chunk.
-  std::vector<std::size_t> order(chunks.size());
-  for (std::size_t i = 0; i < order.size(); ++i) { order[i] = i; }
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return chunks[a].points > chunks[b].points; });
-  std::vector<laz_gpu_chunk> ordered(chunks.size());
-  for (std::size_t i = 0; i < order.size(); ++i) { ordered[i] = chunks[order[i]]; }
-
-  detail::cuda_event start, decoded;
-  HG_CUDA_TRY(cudaMemcpyAsync(s.chunks.data(), ordered.data(), ordered.size() * sizeof(laz_gpu_chunk),
-                              cudaMemcpyHostToDevice, s.stream));
-  HG_CUDA_TRY(cudaMemsetAsync(s.counter.data(), 0, sizeof(unsigned long long), s.stream));
-  auto const blocks = static_cast<unsigned>(std::min(s.slots, chunks.size()));
-  s.lay_out_slots(blocks);
-  start.record(s.stream);
+  impl& s = *this;
   decode_params p{};
   p.compressed = s.compressed.data();
   p.chunks = s.chunks.data();
-  p.chunk_count = chunks.size();
+  p.chunk_count = chunk_count;
   p.records = s.records.data();
   p.status = s.status.data();
   p.channels = s.channels.data();
@@ -1037,6 +1044,91 @@ std::vector<laz_gpu_status> laz_gpu_decoder::decode(laz_gpu_format const& format
     decode_chunks_kernel<roles><<<blocks, 32, 0, s.stream>>>(p);
   }
   HG_CUDA_TRY(cudaGetLastError());
+}
+
+/// Slots a pointwise decode() uses at most: as many as the multiprocessors hold blocks of its kernel
+/// (a chunk is one long chain of dependent instructions: more chunks in flight hide more latency,
+/// as for the layered kernel), the constructor's count if it gave one; within a quarter of the free
+/// memory.
+std::size_t laz_gpu_decoder::impl::pointwise_slots_of(std::uint32_t extra_bytes) const
+{
+  std::size_t wanted = requested;
+  if (wanted == 0) {
+    int device = 0;
+    int sms = 0;
+    HG_CUDA_TRY(cudaGetDevice(&device));
+    HG_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    int const per_sm = detail::laz::pointwise_blocks_per_multiprocessor();
+    wanted = static_cast<std::size_t>(std::max(per_sm, 1)) * static_cast<std::size_t>(std::max(sms, 1));
+  }
+  std::size_t free_bytes = 0, total_bytes = 0;
+  HG_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
+  return std::min(wanted, std::max<std::size_t>(free_bytes / 4 / detail::laz::pointwise_slot_bytes(extra_bytes), 1));
+}
+
+std::vector<laz_gpu_status> laz_gpu_decoder::decode(laz_gpu_format const& format,
+                                                    std::vector<laz_gpu_chunk> const& chunks, laz_gpu_times* times)
+{
+  impl& s = *impl_;
+  bool const pointwise = format.layout == laz_gpu_layout::pointwise_point10;
+  detail::laz::pointwise_items const items{format.gps_time, format.rgb, format.extra_bytes};
+  if (pointwise) {
+    HG_EXPECTS(format.extra_bytes <= 0xFFFFu && format.record_length == items.record_length(), error_kind::usage,
+               "laz_gpu_decoder: a pointwise point10 record of these items has " +
+                 std::to_string(items.record_length()) + " bytes, got " + std::to_string(format.record_length));
+  } else {
+    HG_EXPECTS(format.record_length >= 30 && format.layer_count >= point14_layers, error_kind::usage,
+               "laz_gpu_decoder: a layered point14 record has >= 30 bytes and >= 9 layers, got " +
+                 std::to_string(format.record_length) + " bytes and " + std::to_string(format.layer_count) +
+                 " layers");
+  }
+  std::size_t const record_capacity = s.records.size() / laz_gpu_record_bytes_of(format.layout);
+  for (auto const& c : chunks) {
+    HG_EXPECTS(c.source <= s.compressed.size() && c.source_bytes <= s.compressed.size() - c.source,
+               error_kind::usage, "laz_gpu_decoder: a chunk lies outside the compressed bytes");
+    HG_EXPECTS(c.first_record <= record_capacity && c.points <= record_capacity - c.first_record, error_kind::usage,
+               "laz_gpu_decoder: a chunk's records lie outside the reserved records");
+  }
+  s.layout = format.layout;
+  std::vector<laz_gpu_status> result(chunks.size(), laz_gpu_status::not_decoded);
+  if (chunks.empty()) { return result; }
+  s.reserve(s.chunks, chunks.size());
+  s.reserve(s.status, chunks.size());
+  // The threads take chunks in this order as they finish: longest first, so that a call of
+  // unequal chunks (a tile's last one is short) does not end on one thread's long chunk.
+  std::vector<std::size_t> order(chunks.size());
+  for (std::size_t i = 0; i < order.size(); ++i) { order[i] = i; }
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return chunks[a].points > chunks[b].points; });
+  std::vector<laz_gpu_chunk> ordered(chunks.size());
+  for (std::size_t i = 0; i < order.size(); ++i) { ordered[i] = chunks[order[i]]; }
+
+  detail::cuda_event start, decoded;
+  HG_CUDA_TRY(cudaMemcpyAsync(s.chunks.data(), ordered.data(), ordered.size() * sizeof(laz_gpu_chunk),
+                              cudaMemcpyHostToDevice, s.stream));
+  HG_CUDA_TRY(cudaMemsetAsync(s.counter.data(), 0, sizeof(unsigned long long), s.stream));
+  if (pointwise) {
+    if (s.pointwise_max == 0) { s.pointwise_max = s.pointwise_slots_of(format.extra_bytes); }
+    auto const blocks = static_cast<unsigned>(std::min(s.pointwise_max, chunks.size()));
+    s.lay_out_pointwise_slots(blocks, format.extra_bytes);
+    start.record(s.stream);
+    detail::laz::pointwise_params p{};
+    p.compressed = s.compressed.data();
+    p.chunks = s.chunks.data();
+    p.chunk_count = chunks.size();
+    p.records = s.records.data();
+    p.status = s.status.data();
+    p.slots = s.pointwise_slots.data();
+    p.slot_bytes = s.pointwise_slot_bytes;
+    p.next_chunk = s.counter.data();
+    p.items = items;
+    detail::laz::launch_decode_pointwise(p, blocks, s.stream);
+  } else {
+    auto const blocks = static_cast<unsigned>(std::min(s.slots, chunks.size()));
+    s.lay_out_slots(blocks);
+    start.record(s.stream);
+    s.launch_layered(format, chunks.size(), blocks);
+  }
   decoded.record(s.stream);
   std::vector<laz_gpu_status> taken(chunks.size(), laz_gpu_status::not_decoded);
   HG_CUDA_TRY(cudaMemcpyAsync(taken.data(), s.status.data(), chunks.size() * sizeof(laz_gpu_status),

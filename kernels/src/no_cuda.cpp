@@ -181,5 +181,6 @@ void laz_gpu_decoder::download(std::size_t, std::size_t, std::uint8_t*, laz_gpu_
 }
 
 void const* laz_gpu_decoder::device_records() const noexcept { return nullptr; }
+laz_gpu_layout laz_gpu_decoder::layout() const noexcept { return laz_gpu_layout::layered_point14; }
 
 }  // namespace heightgrid

@@ -1,0 +1,448 @@
+#pragma once
+// The LASzip entropy coder as host + device building blocks: adaptive bit and symbol models whose
+// tables live in an arena of 16-bit words, the range decoder (its state in registers) and the
+// integer decompressor. Step for step the CPU decoder's (io/src/laz/laz_arith.*): same 16-bit
+// model tables, same search, same update schedule, same corrector folding, so what decodes here is
+// byte-identical to what decodes there.
+//
+// Models are reset lazily: each carries the stamp of the chunk that last reset it, and use(m,
+// stamp) resets it on its first use in a chunk, as the CPU decoder's lazily created models are
+// (a chunk touches a few dozen of its hundreds of models).
+//
+// The decoder never reads outside [data, data + size): bytes past the end read as zero and are
+// counted in `overrun`, which the chunk decoders turn into a status. Table indices derived from
+// decoded data are clamped, so corrupt input gives garbage values, never an out-of-bounds access.
+
+#include "detail/laz/hd.hpp"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace heightgrid::detail::laz {
+
+inline constexpr std::uint32_t min_length = 0x01000000u;  ///< renormalise below 2^24
+inline constexpr std::uint32_t bit_length_shift = 13;     ///< bit models: 13-bit probabilities
+inline constexpr std::uint32_t bit_max_count = 1u << bit_length_shift;
+inline constexpr std::uint32_t symbol_length_shift = 15;  ///< symbol models: 15-bit distributions
+inline constexpr std::uint32_t symbol_max_count = 1u << symbol_length_shift;
+
+// ------------------------------------------------------------------------------------------
+// Models
+// ------------------------------------------------------------------------------------------
+
+/// A binary model. One 32-byte sector (the decoder reads it on its critical path).
+struct alignas(32) bit_model {
+  std::uint32_t stamp;
+  std::uint32_t zero_count, total_count, zero_probability, update_cycle, until_update;
+};
+
+/// A model of 2..2048 symbols: distribution[symbols], table[table_size + 2], counts[symbols] in
+/// `storage` (an arena's), all below 2^16; up to 16 symbols (no table) the distribution and the
+/// counts each in a 32-byte sector of their own (the counts' updates leave the other alone).
+struct alignas(32) symbol_model {
+  std::uint16_t* storage;
+  std::uint32_t stamp;
+  std::uint16_t symbols;
+  std::uint16_t table_size;  ///< 0: no lookup table (16 symbols or fewer)
+  std::uint32_t table_shift;
+  std::uint32_t total_count, update_cycle, until_update;
+};
+
+/// Lookup-table slots of a model: 2^bits >= symbols (at least 32), none up to 16 symbols.
+HG_LAZ_HD constexpr std::uint32_t table_size_of(std::uint32_t symbols)
+{
+  if (symbols <= 16) { return 0; }
+  std::uint32_t bits = 5;
+  while (symbols > (1u << bits)) { ++bits; }
+  return 1u << bits;
+}
+
+HG_LAZ_HD constexpr std::uint32_t table_bits_of(std::uint32_t table_size)
+{
+  std::uint32_t bits = 0;
+  while ((1u << bits) < table_size) { ++bits; }
+  return bits;
+}
+
+/// 16-bit words of a model's storage, padded to 32 bytes: every model's storage starts on a
+/// 32-byte boundary of the (32-byte aligned) arena; a model of 16 symbols or fewer takes two
+/// sectors, its distribution's (decode_symbol reads it whole) and its counts'.
+HG_LAZ_HD constexpr std::size_t storage_u16(std::uint32_t symbols)
+{
+  std::uint32_t const t = table_size_of(symbols);
+  if (t == 0) { return 32; }  // the distribution's sector, then the counts' (see counts_of)
+  return (std::size_t{symbols} * 2 + t + 2 + 15) / 16 * 16;
+}
+
+/// Gives `m` (nullptr: nothing, only counts) `symbols` symbols and its storage at arena + used;
+/// advances `used`. The model is unused (stamp 0) until its first use().
+HG_LAZ_HD inline void place(symbol_model* m, std::uint32_t symbols, std::uint16_t* arena, std::size_t& used)
+{
+  if (m != nullptr) {
+    std::uint32_t const t = table_size_of(symbols);
+    m->storage = arena + used;
+    m->stamp = 0;
+    m->symbols = static_cast<std::uint16_t>(symbols);
+    m->table_size = static_cast<std::uint16_t>(t);
+    m->table_shift = t != 0 ? symbol_length_shift - table_bits_of(t) : 0;
+  }
+  used += storage_u16(symbols);
+}
+
+HG_LAZ_HD_INLINE std::uint16_t* counts_of(symbol_model const& m)
+{
+  return m.storage + (m.table_size != 0 ? m.symbols + m.table_size + 2u : 16u);
+}
+
+/// Rebuilds the distribution (and lookup table) from the counts: laz_arith.cpp's symbol_model::update.
+HG_LAZ_HD inline void update(symbol_model& m)
+{
+  std::uint32_t const n = m.symbols;
+  std::uint16_t* const dist = m.storage;
+  std::uint16_t* const table = m.storage + n;
+  std::uint16_t* const c = counts_of(m);
+  m.total_count += m.update_cycle;
+  if (m.total_count > symbol_max_count) {
+    m.total_count = 0;
+    for (std::uint32_t s = 0; s < n; ++s) {
+      c[s] = static_cast<std::uint16_t>((c[s] + 1) >> 1);
+      m.total_count += c[s];
+    }
+  }
+  std::uint32_t const scale = 0x80000000u / m.total_count;
+  std::uint32_t sum = 0;
+  if (m.table_size == 0) {
+    for (std::uint32_t s = 0; s < n; ++s) {
+      dist[s] = static_cast<std::uint16_t>((scale * sum) >> (31 - symbol_length_shift));
+      sum += c[s];
+    }
+  } else {
+    for (std::uint32_t t = 0; t < m.table_size + 2u; ++t) { table[t] = 0; }
+    for (std::uint32_t s = 0; s < n; ++s) {
+      dist[s] = static_cast<std::uint16_t>((scale * sum) >> (31 - symbol_length_shift));
+      sum += c[s];
+      ++table[(dist[s] >> m.table_shift) + 1];
+    }
+    std::uint32_t before = 0;
+    for (std::uint32_t t = 1; t <= m.table_size + 1u; ++t) {
+      before += table[t];
+      table[t] = static_cast<std::uint16_t>(before - 1);
+    }
+    table[0] = 0;
+  }
+  m.update_cycle = (5 * m.update_cycle) >> 2;
+  std::uint32_t const max_cycle = (n + 6) << 3;
+  if (m.update_cycle > max_cycle) { m.update_cycle = max_cycle; }
+  m.until_update = m.update_cycle;
+}
+
+HG_LAZ_HD inline void update(bit_model& m)
+{
+  m.total_count += m.update_cycle;
+  if (m.total_count > bit_max_count) {
+    m.total_count = (m.total_count + 1) >> 1;
+    m.zero_count = (m.zero_count + 1) >> 1;
+    if (m.zero_count == m.total_count) { ++m.total_count; }
+  }
+  std::uint32_t const scale = 0x80000000u / m.total_count;
+  m.zero_probability = (m.zero_count * scale) >> (31 - bit_length_shift);
+  m.update_cycle = (5 * m.update_cycle) >> 2;
+  if (m.update_cycle > 64) { m.update_cycle = 64; }
+  m.until_update = m.update_cycle;
+}
+
+/// The model as a fresh one (counts of one), unless it was reset already under this stamp.
+HG_LAZ_HD_INLINE symbol_model& use(symbol_model& m, std::uint32_t stamp)
+{
+  if (m.stamp != stamp) {
+    std::uint32_t const n = m.symbols;
+    std::uint16_t* const c = counts_of(m);
+    for (std::uint32_t s = 0; s < n; ++s) { c[s] = 1; }
+    m.total_count = 0;
+    m.update_cycle = n;
+    update(m);
+    m.total_count = n;
+    m.update_cycle = (n + 6) >> 1;
+    m.until_update = m.update_cycle;
+    m.stamp = stamp;
+  }
+  return m;
+}
+
+HG_LAZ_HD_INLINE bit_model& use(bit_model& m, std::uint32_t stamp)
+{
+  if (m.stamp != stamp) {
+    m.zero_count = 1;
+    m.total_count = 2;
+    m.zero_probability = 1u << (bit_length_shift - 1);
+    m.update_cycle = 4;
+    m.until_update = 4;
+    m.stamp = stamp;
+  }
+  return m;
+}
+
+// ------------------------------------------------------------------------------------------
+// The range decoder (registers)
+// ------------------------------------------------------------------------------------------
+
+struct range_decoder {
+  std::uint8_t const* next;
+  std::uint8_t const* end;
+  std::uint32_t value;
+  std::uint32_t length;
+  std::uint32_t overrun;  ///< bytes requested past the end (read as zeros)
+
+  /// Starts at data; reads the 4 bytes of the initial code value.
+  HG_LAZ_HD void init(std::uint8_t const* data, std::uint64_t size)
+  {
+    next = data;
+    end = data + size;
+    overrun = 0;
+    length = 0xFFFFFFFFu;
+    value = 0;
+    for (int b = 0; b < 4; ++b) { value = (value << 8) | next_byte(); }
+  }
+  HG_LAZ_HD_INLINE std::uint32_t next_byte()
+  {
+    if (next != end) { return *next++; }
+    ++overrun;
+    return 0;
+  }
+  HG_LAZ_HD_INLINE void renormalise()
+  {
+    do {
+      value = (value << 8) | next_byte();
+      length <<= 8;
+    } while (length < min_length);
+  }
+
+  HG_LAZ_HD std::uint32_t decode_bit(bit_model& m)
+  {
+    std::uint32_t const x = m.zero_probability * (length >> bit_length_shift);
+    std::uint32_t bit;
+    if (value < x) {
+      bit = 0;
+      length = x;
+      ++m.zero_count;
+    } else {
+      bit = 1;
+      value -= x;
+      length -= x;
+    }
+    if (length < min_length) { renormalise(); }
+    if (--m.until_update == 0) { update(m); }
+    return bit;
+  }
+
+  /// ++*c. On the device a reduction on the 32-bit word holding *c (a count stays below 2^16, so
+  /// nothing carries into its neighbour): the lane need not wait for the count to arrive, and its
+  /// own later loads of the count (update()) see the sum.
+  HG_LAZ_HD_INLINE static void count(std::uint16_t* c)
+  {
+#if defined(__CUDA_ARCH__)
+    auto const at = reinterpret_cast<std::uintptr_t>(c);
+    atomicAdd(reinterpret_cast<unsigned int*>(at & ~std::uintptr_t{3}), 1u << ((at & 2u) * 8u));
+#else
+    ++*c;
+#endif
+  }
+
+  /// The number of symbols s in 1..n-1 (n <= 16) whose interval starts at or below the value:
+  /// dist[0..16) read as one aligned sector (the model's padded storage; words past n ignored).
+  HG_LAZ_HD_INLINE std::uint32_t small_symbol(std::uint16_t const* dist, std::uint32_t n, std::uint32_t unit,
+                                              std::uint32_t v) const
+  {
+    std::uint32_t symbol = 0;
+#if defined(__CUDA_ARCH__)
+    uint4 const* const q = reinterpret_cast<uint4 const*>(dist);
+    uint4 const a = q[0];
+    std::uint32_t const w[4] = {a.x, a.y, a.z, a.w};
+#pragma unroll
+    for (std::uint32_t j = 0; j < 4; ++j) {
+      std::uint32_t const s = 2 * j;
+      symbol += (s != 0 && s < n && unit * (w[j] & 0xFFFFu) <= v) ? 1u : 0u;
+      symbol += (s + 1 < n && unit * (w[j] >> 16) <= v) ? 1u : 0u;
+    }
+    if (n > 8) {
+      uint4 const b = q[1];
+      std::uint32_t const x[4] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+      for (std::uint32_t j = 0; j < 4; ++j) {
+        std::uint32_t const s = 8 + 2 * j;
+        symbol += (s < n && unit * (x[j] & 0xFFFFu) <= v) ? 1u : 0u;
+        symbol += (s + 1 < n && unit * (x[j] >> 16) <= v) ? 1u : 0u;
+      }
+    }
+#else
+    for (std::uint32_t s = 1; s < n; ++s) { symbol += unit * std::uint32_t{dist[s]} <= v ? 1u : 0u; }
+#endif
+    return symbol;
+  }
+
+  /// The last symbol whose interval starts at or below the value (a branch-free bisection in the
+  /// lookup table's slot when the model has one, a count over the whole distribution otherwise).
+  HG_LAZ_HD std::uint32_t decode_symbol(symbol_model& m)
+  {
+    std::uint16_t const* const dist = m.storage;
+    std::uint32_t const unit = length >> symbol_length_shift;
+    std::uint32_t symbol;
+    if (m.table_size != 0) {
+      std::uint32_t const target = value / unit;
+      std::uint32_t slot = target >> m.table_shift;
+      if (slot > m.table_size) { slot = m.table_size; }  // only corrupt data (value >= length)
+      std::uint16_t const* const table = m.storage + m.symbols;
+      symbol = table[slot];
+      std::uint32_t n = std::uint32_t{table[slot + 1]} + 1 - symbol;
+      while (n > 1) {
+        std::uint32_t const half = n >> 1;
+        symbol = dist[symbol + half] <= target ? symbol + half : symbol;
+        n -= half;
+      }
+    } else {
+      // The distribution (<= 16 symbols, non-decreasing from dist[0] = 0) read at once: the last
+      // symbol whose interval starts at or below the value is the number of symbols 1.. that do,
+      // what the bisection finds, without its chain of dependent loads.
+      symbol = small_symbol(dist, m.symbols, unit, value);
+    }
+    std::uint32_t const low = std::uint32_t{dist[symbol]} * unit;
+    std::uint32_t const high = symbol != m.symbols - 1u ? std::uint32_t{dist[symbol + 1]} * unit : length;
+    value -= low;
+    length = high - low;
+    if (length < min_length) { renormalise(); }
+    count(counts_of(m) + symbol);
+    if (--m.until_update == 0) { update(m); }
+    return symbol;
+  }
+
+  /// 1..19 raw bits.
+  HG_LAZ_HD std::uint32_t read_raw(std::uint32_t bits)
+  {
+    length >>= bits;
+    std::uint32_t symbol = value / length;
+    std::uint32_t const limit = (1u << bits) - 1;
+    if (symbol > limit) { symbol = limit; }  // only corrupt data decodes past 2^bits - 1
+    value -= length * symbol;
+    if (length < min_length) { renormalise(); }
+    return symbol;
+  }
+  /// 1..32 raw bits (above 19: the low 16, then the rest).
+  HG_LAZ_HD std::uint32_t read_bits(std::uint32_t bits)
+  {
+    if (bits > 19) {
+      std::uint32_t const low = read_raw(16);
+      std::uint32_t const high = read_raw(bits - 16);
+      return (high << 16) | low;
+    }
+    return read_raw(bits);
+  }
+  HG_LAZ_HD std::uint32_t read_int()
+  {
+    std::uint32_t const low = read_raw(16);
+    std::uint32_t const high = read_raw(16);
+    return (high << 16) | low;
+  }
+  HG_LAZ_HD std::uint64_t read_int64()
+  {
+    std::uint64_t const low = read_int();
+    std::uint64_t const high = read_int();
+    return (high << 32) | low;
+  }
+};
+
+// ------------------------------------------------------------------------------------------
+// The integer decompressor
+// ------------------------------------------------------------------------------------------
+
+/// laz_arith.hpp's integer_decompressor with `Bits` corrector bits (below 32: correctors folded
+/// into the 2^Bits range; 32: wrapped in 32-bit arithmetic), `Contexts` k models and bits_high 8
+/// (what every pointwise and point14 item uses): the corrector's k bits through one model for k
+/// <= 8, its top 8 bits through that model and the rest raw above.
+template <std::uint32_t Contexts, std::uint32_t Bits>
+struct integer_decompressor {
+  static_assert(Contexts >= 1 && Bits >= 1 && Bits <= 32, "1.. contexts, 1..32 bits");
+  static constexpr std::uint32_t bits_high = 8;
+  /// k >= 32 (only with 32 bits) codes the most negative corrector and needs no model.
+  static constexpr std::uint32_t correctors = Bits < 32 ? Bits + 1 : 32;
+  static constexpr std::uint32_t range = Bits < 32 ? (1u << (Bits < 32 ? Bits : 0)) : 0;
+
+  symbol_model k_models[Contexts];       ///< Bits + 1 symbols each
+  symbol_model corrector[correctors];  ///< index k = 1..; 0 unused (k = 0 goes through `zero`)
+  bit_model zero;
+
+  /// Places the models of `self` (nullptr: only counts), advancing `used` (see place()).
+  HG_LAZ_HD static void lay_out(integer_decompressor* self, std::uint16_t* arena, std::size_t& used)
+  {
+    for (std::uint32_t i = 0; i < Contexts; ++i) { place(self != nullptr ? self->k_models + i : nullptr, Bits + 1, arena, used); }
+    for (std::uint32_t k = 1; k < correctors; ++k) {
+      place(self != nullptr ? self->corrector + k : nullptr, 1u << (k <= bits_high ? k : bits_high), arena, used);
+    }
+    if (self != nullptr) {
+      self->zero.stamp = 0;
+      self->corrector[0].stamp = 0;
+    }
+  }
+
+  /// The integer predicted by `pred` in `context` (clamped to the last); `k` receives the number of
+  /// corrector bits (a context of the next fields).
+  HG_LAZ_HD_INLINE std::int32_t decompress(range_decoder& dec, std::int32_t pred, std::uint32_t context,
+                                           std::uint32_t stamp, std::uint32_t& k)
+  {
+    if (context >= Contexts) { context = Contexts - 1; }
+    k = dec.decode_symbol(use(k_models[context], stamp));
+    std::int32_t c;
+    if (k == 0) {
+      c = static_cast<std::int32_t>(dec.decode_bit(use(zero, stamp)));
+    } else if (k >= 32) {
+      c = static_cast<std::int32_t>(0x80000000u);
+    } else {
+      std::uint32_t v = dec.decode_symbol(use(corrector[k], stamp));
+      if (k > bits_high) { v = (v << (k - bits_high)) | dec.read_bits(k - bits_high); }
+      c = v >= (1u << (k - 1)) ? static_cast<std::int32_t>(v + 1) : static_cast<std::int32_t>(v - ((1u << k) - 1));
+    }
+    std::uint32_t const real = static_cast<std::uint32_t>(pred) + static_cast<std::uint32_t>(c);
+    auto result = static_cast<std::int32_t>(real);
+    if constexpr (range != 0) {
+      if (result < 0) {
+        result = static_cast<std::int32_t>(real + range);
+      } else if (real >= range) {
+        result = static_cast<std::int32_t>(real - range);
+      }
+    }
+    return result;
+  }
+  HG_LAZ_HD_INLINE std::int32_t decompress(range_decoder& dec, std::int32_t pred, std::uint32_t context,
+                                           std::uint32_t stamp)
+  {
+    std::uint32_t k = 0;
+    return decompress(dec, pred, context, stamp, k);
+  }
+};
+
+HG_LAZ_HD_INLINE std::int32_t lo(std::int32_t a, std::int32_t b) { return a < b ? a : b; }
+HG_LAZ_HD_INLINE std::int32_t hi(std::int32_t a, std::int32_t b) { return a < b ? b : a; }
+
+/// LASzip's running median of five (laz_arith.hpp's median_of_five, the same update).
+struct median5 {
+  std::int32_t v[5];
+  bool replace_high;
+  HG_LAZ_HD_INLINE void reset()
+  {
+    for (auto& x : v) { x = 0; }
+    replace_high = true;
+  }
+  HG_LAZ_HD_INLINE std::int32_t get() const { return v[2]; }
+  HG_LAZ_HD_INLINE void add(std::int32_t x)
+  {
+    std::int32_t const* const w = v + (replace_high ? 0 : 1);
+    std::int32_t const w0 = w[0], w1 = w[1], w2 = w[2], w3 = w[3];
+    replace_high = x < v[2] || (!replace_high && x == v[2]);
+    v[0] = lo(w0, x);
+    v[1] = hi(w0, lo(w1, x));
+    v[2] = hi(w1, lo(w2, x));
+    v[3] = hi(w2, lo(w3, x));
+    v[4] = hi(w3, x);
+  }
+};
+
+}  // namespace heightgrid::detail::laz

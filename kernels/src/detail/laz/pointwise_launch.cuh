@@ -1,0 +1,41 @@
+#pragma once
+// The pointwise LAZ kernel (laz_decode_pointwise.cu) as laz_decode.cu's laz_gpu_decoder drives it.
+
+#include "detail/laz/pointwise.hpp"
+#include "heightgrid/kernels/laz_gpu.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+
+namespace heightgrid::detail::laz {
+
+/// What a pointwise decode reads and writes: `chunk_count` chunks in the order the blocks take them,
+/// their bytes in `compressed`, their records (point10_bytes each) in `records`, a status each.
+struct pointwise_params {
+  std::uint8_t const* compressed;
+  laz_gpu_chunk const* chunks;
+  std::size_t chunk_count;
+  std::uint8_t* records;
+  laz_gpu_status* status;
+  unsigned char* slots;     ///< a block's models at slots + block * slot_bytes (lay_out_pointwise)
+  std::size_t slot_bytes;
+  unsigned long long* next_chunk;  ///< zero before the launch
+  pointwise_items items;
+};
+
+/// Threads a block of the pointwise kernel (a warp: one lane decodes, see the kernel).
+inline constexpr unsigned pointwise_block_threads = 32;
+
+/// Blocks of the pointwise kernel a multiprocessor holds at once (the occupancy calculator's).
+[[nodiscard]] int pointwise_blocks_per_multiprocessor();
+
+/// Lays out `count` slots of `slot_bytes` (pointwise_slot_bytes(extra_bytes)) at `slots`, stream-ordered.
+void launch_lay_out_pointwise(unsigned char* slots, std::size_t count, std::size_t slot_bytes,
+                              std::uint32_t extra_bytes, cudaStream_t stream);
+
+/// Decodes p's chunks with `blocks` blocks (at most the slots laid out), stream-ordered.
+void launch_decode_pointwise(pointwise_params const& p, unsigned blocks, cudaStream_t stream);
+
+}  // namespace heightgrid::detail::laz

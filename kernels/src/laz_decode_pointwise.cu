@@ -1,0 +1,73 @@
+// Pointwise LAZ chunks (compressor 2, point10 v2 [gpstime11 v2] [rgb12 v2] [byte v2]) decoded on
+// the GPU: the codec of detail/laz/pointwise.hpp, which the host tests run too, one chunk a block.
+
+#include "detail/infra/cuda_check.cuh"
+#include "detail/laz/pointwise_launch.cuh"
+
+#include <cuda_runtime_api.h>
+
+namespace heightgrid::detail::laz {
+namespace {
+
+/// core/laz_tables.hpp's table, in constant memory.
+__constant__ laz_point10_context_table const point10_contexts = laz_point10_context;
+
+static __global__ void lay_out_pointwise_kernel(unsigned char* slots, std::size_t count, std::size_t slot_bytes,
+                                                std::uint32_t extra_bytes)
+{
+  std::size_t const i = blockIdx.x * std::size_t{blockDim.x} + threadIdx.x;
+  if (i < count) { lay_out_pointwise(slots + i * slot_bytes, extra_bytes); }
+}
+
+/// One chunk a block of one warp, decoded by lane 0 (the others leave at once): a chunk is one
+/// serial chain of dependent decodes, and lanes of a warp on different chunks would diverge on
+/// every data-dependent branch (several chunks a warp measured slower for the layered decoder:
+/// laz_decode.cu). Blocks take chunks from p.next_chunk, in p.chunks' order, until none are left;
+/// block b decodes with the models of slot b, reset lazily per chunk (stamps).
+/// Where the result is valid: p.records[first_record * 20, +20 points) and p.status[c] of every
+/// chunk c, after the kernel. Example: chunks {points 3, points 5} → records 0-2 and 3-7 (if
+/// first_record says so), status {ok, ok}.
+static __global__ void __launch_bounds__(pointwise_block_threads) decode_pointwise_chunk_per_block_kernel(pointwise_params p)
+{
+  // The item state the decoder indexes dynamically: shared memory, not the lane's local memory.
+  __shared__ pointwise_scratch scratch;
+  if (threadIdx.x != 0) { return; }
+  auto* const models = reinterpret_cast<pointwise_models*>(p.slots + blockIdx.x * p.slot_bytes);
+  for (;;) {
+    unsigned long long const c = atomicAdd(p.next_chunk, 1ull);
+    if (c >= p.chunk_count) { break; }
+    laz_gpu_chunk const chunk = p.chunks[c];
+    p.status[c] = decode_pointwise_chunk_hd(*models, scratch, p.items, point10_contexts, p.compressed + chunk.source,
+                                            chunk.source_bytes, chunk.points,
+                                            p.records + chunk.first_record * point10_bytes);
+  }
+}
+
+}  // namespace
+
+int pointwise_blocks_per_multiprocessor()
+{
+  int per_sm = 0;
+  HG_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_pointwise_chunk_per_block_kernel,
+                                                            pointwise_block_threads, 0));
+  return per_sm;
+}
+
+void launch_lay_out_pointwise(unsigned char* slots, std::size_t count, std::size_t slot_bytes,
+                              std::uint32_t extra_bytes, cudaStream_t stream)
+{
+  if (count == 0) { return; }
+  constexpr unsigned block = 128;
+  lay_out_pointwise_kernel<<<static_cast<unsigned>((count + block - 1) / block), block, 0, stream>>>(
+    slots, count, slot_bytes, extra_bytes);
+  HG_CUDA_TRY(cudaGetLastError());
+}
+
+void launch_decode_pointwise(pointwise_params const& p, unsigned blocks, cudaStream_t stream)
+{
+  if (blocks == 0) { return; }
+  decode_pointwise_chunk_per_block_kernel<<<blocks, pointwise_block_threads, 0, stream>>>(p);
+  HG_CUDA_TRY(cudaGetLastError());
+}
+
+}  // namespace heightgrid::detail::laz
