@@ -77,7 +77,9 @@ struct laz_gpu_stage::impl {
   std::size_t next_source{0};
   std::vector<chunk_entry> chunks;
   std::uint64_t points{0};
-  std::uint32_t largest{0};
+  std::uint32_t largest{0};             // of the layered chunks
+  std::uint64_t pointwise_points{0};
+  std::uint32_t largest_pointwise{0};
 
   mutable std::mutex mutex;
   std::condition_variable changed;
@@ -129,11 +131,14 @@ struct laz_gpu_stage::impl {
   {
     std::lock_guard<std::mutex> lock(mutex);
     auto const same_format = [&](std::size_t a, std::size_t b) {
-      return files[chunks[a].file].format.record_length == files[chunks[b].file].format.record_length &&
-             files[chunks[a].file].format.layer_count == files[chunks[b].file].format.layer_count;
+      file_format const& fa = files[chunks[a].file].format;
+      file_format const& fb = files[chunks[b].file].format;
+      return fa.record_length == fb.record_length && fa.layer_count == fb.layer_count && fa.pointwise == fb.pointwise &&
+             fa.gps_time == fb.gps_time && fa.rgb == fb.rgb && fa.extra_bytes == fb.extra_bytes;
     };
     for (std::size_t i = 0; i < chunks.size(); ++i) {
       chunk_entry& e = chunks[i];
+      std::uint64_t const record_bytes = files[e.file].format.decoded_bytes();  // one for a wave (one format)
       if (e.c.points == 0 || std::max<std::uint64_t>(e.c.bytes, std::uint64_t{e.c.points} * record_bytes) > ring_slot_bytes) {
         // A chunk of no points (lazrs ends files of variable chunks with one), or larger than a
         // ring slot (over 1.8 M points by default), stays with the readers.
@@ -324,7 +329,13 @@ struct laz_gpu_stage::impl {
       decoded.push_back(i);
     }
     file_format const& f = files[chunks[w.first].file].format;
-    laz_gpu_format const format{f.record_length, f.layer_count, true, true, true};
+    laz_gpu_format format;
+    format.layout = f.pointwise ? laz_gpu_layout::pointwise_point10 : laz_gpu_layout::layered_point14;
+    format.record_length = f.record_length;
+    format.layer_count = f.layer_count;
+    format.gps_time = f.gps_time;
+    format.rgb = f.rgb;
+    format.extra_bytes = f.extra_bytes;
     return decoder->decode(format, jobs, &times);
   }
 
@@ -437,7 +448,9 @@ struct laz_gpu_stage::impl {
     }
     auto const t_fold = clock_type::now();
     if (!runs.empty()) {
-      target->fold_device_records(decoder->device_records(), static_cast<std::uint32_t>(record_bytes), true, runs);
+      file_format const& f = files[chunks[w.first].file].format;  // one format a wave
+      target->fold_device_records(decoder->device_records(), static_cast<std::uint32_t>(f.decoded_bytes()), !f.pointwise,
+                                  runs);
       target->wait_folds();
     }
     double const fold_s = seconds_since(t_fold);
@@ -558,7 +571,12 @@ std::size_t laz_gpu_stage::add_file(file_format const& format, std::vector<chunk
     e.file = s.files.size() - 1;
     s.chunks.push_back(e);
     s.points += c.points;
-    s.largest = std::max(s.largest, c.points);
+    if (format.pointwise) {
+      s.pointwise_points += c.points;
+      s.largest_pointwise = std::max(s.largest_pointwise, c.points);
+    } else {
+      s.largest = std::max(s.largest, c.points);
+    }
   }
   return first;
 }
@@ -594,6 +612,18 @@ std::uint32_t laz_gpu_stage::largest_chunk() const
 {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   return impl_->largest;
+}
+
+std::uint64_t laz_gpu_stage::pointwise_point_count() const
+{
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->pointwise_points;
+}
+
+std::uint32_t laz_gpu_stage::largest_pointwise_chunk() const
+{
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->largest_pointwise;
 }
 
 void laz_gpu_stage::start()
@@ -636,7 +666,7 @@ std::uint8_t const* laz_gpu_stage::records(std::size_t index)
   if (e.state != chunk_state::ready || s.stop) { return nullptr; }
   ++s.stats.gpu_chunks;
   impl::group_entry const& g = s.groups[e.group];
-  return s.slots[g.slot] + (e.first_record - g.first_record) * record_bytes;
+  return s.slots[g.slot] + (e.first_record - g.first_record) * s.files[e.file].format.decoded_bytes();
 }
 
 bool laz_gpu_stage::binned(std::size_t index)

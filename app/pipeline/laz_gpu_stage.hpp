@@ -1,5 +1,6 @@
 #pragma once
-// laz_gpu_stage: a job's layered LAZ chunks decoded on the GPU (kernels/laz_gpu.hpp). A CPU core
+// laz_gpu_stage: a job's LAZ chunks decoded on the GPU (kernels/laz_gpu.hpp): layered (LAS 1.4
+// formats 6-10) and pointwise (formats 0-3, items v2), a wave of one format at a time. A CPU core
 // decodes one LAZ chunk at a time (3.7-5.3 M points/s on the lent hosts); the GPU decodes thousands
 // at once, a warp each (docs/benchmarks.md, "LAZ on the device").
 //
@@ -82,10 +83,13 @@ class laz_gpu_stage final : public bulk_chunk_decoder {
   void release(std::size_t index) noexcept override;
   [[nodiscard]] bool binned(std::size_t index) override;
 
-  /// Registered chunks and their points.
+  /// Registered chunks and their points (pointwise ones included); the largest layered chunk.
   [[nodiscard]] std::size_t chunk_count() const;
   [[nodiscard]] std::uint64_t point_count() const;
   [[nodiscard]] std::uint32_t largest_chunk() const;
+  /// Points of the registered pointwise chunks (LAS formats 0-3), and the largest such chunk.
+  [[nodiscard]] std::uint64_t pointwise_point_count() const;
+  [[nodiscard]] std::uint32_t largest_pointwise_chunk() const;
 
   /// The job's source index of the files registered from now on (their statistics' entry when
   /// their records are binned on the device).

@@ -558,7 +558,8 @@ class laz_chunk_parts final : public las_parts_base {
     bulk_ = nullptr;
     if (decoder == nullptr) { return false; }
     // What a bulk decoder produces: point14 records (layered LAZ) up to the classification, with
-    // Z, classification and flags decoded; enough when the job reads nothing else.
+    // Z, classification and flags decoded, or whole point10 records (pointwise LAZ of formats 0-3:
+    // point10 v2, then gpstime11, rgb12 and byte items v2); enough when the job reads nothing else.
     laz::field_selection const want = laz::field_selection::heightgrid();
     laz::field_selection const& f = fields_;
     bool const only_base = f.z == want.z && f.classification == want.classification && f.flags == want.flags &&
@@ -567,9 +568,25 @@ class laz_chunk_parts final : public las_parts_base {
                            f.gps_time == want.gps_time && f.rgb == want.rgb && f.nir == want.nir &&
                            f.extra_bytes == want.extra_bytes && f.wavepacket == want.wavepacket;
     std::size_t const layers = laz::layered_layer_count(vlr_);
-    bool const eligible = layers != 0 && !chunks_.empty() && only_base && !double_values_ &&
-                          vlr_.items.front().type == laz::item_type::point14 &&
-                          dimension_.at + dimension_.bytes() <= bulk_chunk_decoder::record_bytes;
+    bulk_chunk_decoder::file_format format{static_cast<std::uint32_t>(vlr_.record_length()),
+                                           static_cast<std::uint32_t>(layers), header_transform_, dimension_.is_z};
+    bool known = layers != 0 && vlr_.items.front().type == laz::item_type::point14;
+    if (layers == 0 && vlr_.compressor == laz::compressor_pointwise_chunked && !vlr_.items.empty() &&
+        vlr_.items.front().type == laz::item_type::point10 && vlr_.items.front().version == 2) {
+      format.pointwise = known = true;
+      for (std::size_t i = 1; i < vlr_.items.size() && known; ++i) {
+        laz::laz_item const& item = vlr_.items[i];
+        known = item.version == 2 && ((item.type == laz::item_type::gpstime11 && !format.gps_time && !format.rgb &&
+                                       format.extra_bytes == 0) ||
+                                      (item.type == laz::item_type::rgb12 && !format.rgb && format.extra_bytes == 0) ||
+                                      (item.type == laz::item_type::byte && format.extra_bytes == 0));
+        format.gps_time = format.gps_time || item.type == laz::item_type::gpstime11;
+        format.rgb = format.rgb || item.type == laz::item_type::rgb12;
+        if (item.type == laz::item_type::byte) { format.extra_bytes = item.size; }
+      }
+    }
+    bool const eligible = known && !chunks_.empty() && only_base && !double_values_ &&
+                          dimension_.at + dimension_.bytes() <= format.decoded_bytes();
     if (!eligible) { return false; }
     std::vector<bulk_chunk_decoder::chunk> chunks;
     chunks.reserve(chunks_.size());
@@ -577,9 +594,6 @@ class laz_chunk_parts final : public las_parts_base {
       if (c.points > UINT32_MAX) { return false; }
       chunks.push_back({c.offset, c.bytes, static_cast<std::uint32_t>(c.points)});
     }
-    bulk_chunk_decoder::file_format const format{static_cast<std::uint32_t>(vlr_.record_length()),
-                                                 static_cast<std::uint32_t>(layers), header_transform_,
-                                                 dimension_.is_z};
     // The decoder reads on its own threads, opening a local file for each chunk: a handle kept per
     // file would hold one descriptor per input for the whole job (10^5 tiles pass the usual limit),
     // and an open costs microseconds next to a chunk's ~300 KB. A remote file is opened once, at its
@@ -599,6 +613,7 @@ class laz_chunk_parts final : public las_parts_base {
       });
     }
     bulk_ = decoder;
+    bulk_stride_ = format.decoded_bytes();
     return true;
   }
 
@@ -631,8 +646,8 @@ class laz_chunk_parts final : public las_parts_base {
     for (std::size_t c = run.first_chunk; c < run.end_chunk; ++c) {
       auto const points = static_cast<std::size_t>(chunks_[c].points);
       if (bulk_ != nullptr) {
-        // Records decoded in bulk (the GPU): the first bulk_chunk_decoder::record_bytes bytes of
-        // each record, all the fields this job reads (offload_chunks checked).
+        // Records decoded in bulk (the GPU): the first bulk_stride_ bytes of each record, all the
+        // fields this job reads (offload_chunks checked).
         struct release_guard {
           bulk_chunk_decoder* d;
           std::size_t i;
@@ -640,7 +655,7 @@ class laz_chunk_parts final : public las_parts_base {
         } const guard{bulk_, bulk_first_ + c};
         if (bulk_->binned(bulk_first_ + c)) { continue; }  // on the device: reported by the grid
         if (std::uint8_t const* decoded = bulk_->records(bulk_first_ + c)) {
-          decode_(decoded, bulk_chunk_decoder::record_bytes, points, filter, header_transform_, dimension_, out,
+          decode_(decoded, bulk_stride_, points, filter, header_transform_, dimension_, out,
                   stats, ext);
           continue;
         }
@@ -682,6 +697,7 @@ class laz_chunk_parts final : public las_parts_base {
   std::size_t largest_chunk_{0};
   bulk_chunk_decoder* bulk_{nullptr};  ///< offload_chunks' decoder, or none
   std::size_t bulk_first_{0};          ///< the number of chunk 0 in bulk_
+  std::size_t bulk_stride_{bulk_chunk_decoder::record_bytes};  ///< bytes of a record bulk_ hands out
 };
 
 /// LAZ without a usable chunk table: the chunks can only be found one after the other, so parts

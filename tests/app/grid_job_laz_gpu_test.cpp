@@ -48,13 +48,38 @@ std::vector<std::string> layered_files()
   return files;
 }
 
+/// Pointwise LAZ (compressor 2, items v2) of formats 1 and 3.
+std::vector<std::string> pointwise_files()
+{
+  std::vector<std::string> files = {(test::data_dir() / "lazrs_variable_chunks_pf1.laz").string()};
+  if (!test::real_data_dir().empty()) {
+    for (char const* f : {"lidR/Topography.laz", "pdal/laz_autzen_trim.laz", "laspy/simple.laz"}) {
+      files.push_back((test::real_data_dir() / f).string());
+    }
+  }
+  return files;
+}
+
+/// One job per layered file and per small pointwise file, every layered file in one job (their
+/// chunks share waves), every pointwise file in one (the large real ones only there: the CPU
+/// reference of each variant costs seconds), and a layered and a pointwise file in one (waves of
+/// one format each).
+std::vector<std::vector<std::string>> gpu_laz_jobs()
+{
+  std::vector<std::vector<std::string>> jobs;
+  for (auto const& f : layered_files()) { jobs.push_back({f}); }
+  jobs.push_back({pointwise_files().front()});
+  jobs.push_back(layered_files());
+  jobs.push_back(pointwise_files());
+  jobs.push_back({layered_files().front(), pointwise_files().front(), layered_files()[1]});
+  return jobs;
+}
+
 TEST(GridJob, LazChunksDecodedOnTheGpuGridAsOnTheCpu)
 {
   metric_request r = extremes();
   r.count = true;
-  std::vector<std::vector<std::string>> jobs;
-  for (auto const& f : layered_files()) { jobs.push_back({f}); }
-  jobs.push_back(layered_files());  // several files in one job: their chunks share waves
+  std::vector<std::vector<std::string>> const jobs = gpu_laz_jobs();
   // The product's sizes, and small ones: waves of 3 chunks, slots of one chunk's records, two slots
   // (many waves, groups and ring turns; chunks beyond the ring's reach go back to the readers).
   laz_gpu_limits small;
@@ -147,9 +172,7 @@ TEST(GridJob, LazRecordsBinnedOnTheDeviceGridAsOnTheCpu)
   first.returns = return_filter::first;
   filter_options classes = filter_options::keep_all();
   classes.classes = {1, 2};
-  std::vector<std::vector<std::string>> jobs;
-  for (auto const& f : layered_files()) { jobs.push_back({f}); }
-  jobs.push_back(layered_files());
+  std::vector<std::vector<std::string>> const jobs = gpu_laz_jobs();
   // Waves of 3 chunks (several folds, each of a few runs), two slots of 3000 bytes (groups of a
   // chunk or two that wait for their slot; chunks over 166 points stay with the readers).
   laz_gpu_limits small;
@@ -295,6 +318,7 @@ TEST(GridJob, DamagedLazFilesEndTheSameOnBothDecoders)
   auto const put_u64 = [](std::string& b, std::size_t at, std::uint64_t v) { std::memcpy(&b[at], &v, 8); };
   std::string const variable = (test::data_dir() / "lazrs_variable_chunks_pf6.laz").string();
   std::string const single = (test::data_dir() / "layered_dims_pdrf8.laz").string();
+  std::string const pointwise = (test::data_dir() / "lazrs_variable_chunks_pf1.laz").string();
   std::vector<damage> const damages = {
     {"table past the end", variable,
      [&](std::string& b) { put_u64(b, u32_at(b, 96), b.size() + 1000); }},
@@ -306,6 +330,16 @@ TEST(GridJob, DamagedLazFilesEndTheSameOnBothDecoders)
      }},
     {"header counts fewer points", variable, [&](std::string& b) { put_u64(b, 247, 20); }},
     {"header counts more points", variable, [&](std::string& b) { put_u64(b, 247, 30); }},
+    // Pointwise (format 1, compressor 2): the same damages where the layout allows.
+    {"pointwise: table past the end", pointwise,
+     [&](std::string& b) { put_u64(b, u32_at(b, 96), b.size() + 1000); }},
+    {"pointwise: cut in the last chunk", pointwise, [](std::string& b) { b.resize(b.size() - 20); }},
+    {"pointwise: chunk bytes overwritten", pointwise,
+     [&](std::string& b) {
+       // After the chunk table's offset and the raw first point (the header's record length).
+       std::size_t const at = u32_at(b, 96) + 8 + (u32_at(b, 105) & 0xFFFFu) + 6;
+       for (std::size_t i = 0; i < 64 && at + i < b.size(); ++i) { b[at + i] = static_cast<char>(0x3C ^ (i * 53)); }
+     }},
   };
   for (auto const& d : damages) {
     SCOPED_TRACE(d.name);
