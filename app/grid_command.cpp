@@ -531,7 +531,8 @@ int run_grid(grid_options const& given)
   // --- the GPU starts now, in the background, if the job may want it (CUDA takes ~0.3 s to start)
   std::unique_ptr<gpu_stage> gpu;
   bool const early_gpu = job.device == device_choice::gpu ||
-                         (job.device == device_choice::automatic && auto_wants_gpu(guess_points(o.in, paths), request));
+                         (job.device == device_choice::automatic &&
+                          auto_wants_gpu(guess_points(o.in, paths), request, worker_threads(job.threads)));
   if (early_gpu) {
     gpu = std::make_unique<gpu_stage>(o.in.reader.chunk_points, std::size_t{job.threads} * 2 + 4, job.gpu_device);
   }

@@ -291,8 +291,8 @@ tiled_setup open_catalogue(grid_options const& o, grid_job_options const& job, s
   if (t.gpus.empty() && job.device == device_choice::automatic) {
     std::uint64_t points = 0;
     for (auto const& e : catalogue) { points += e.points; }
-    t.job.device = points > 0 && auto_wants_gpu(points, job.request) && gpu_available() ? device_choice::gpu
-                                                                                          : device_choice::cpu;
+    bool const gpu = points > 0 && auto_wants_gpu(points, job.request, worker_threads(job.threads)) && gpu_available();
+    t.job.device = gpu ? device_choice::gpu : device_choice::cpu;
   }
 
   return setup;

@@ -30,6 +30,12 @@ struct free_deleter {
 
 bool gpu_start_in_flight() noexcept { return start_threads_running.load() > 0; }
 
+namespace {
+std::atomic<bool> cuda_started{false};
+}  // namespace
+
+bool gpu_started_in_process() noexcept { return cuda_started.load(); }
+
 struct gpu_stage::shared {
   std::mutex mutex;
   std::condition_variable changed;
@@ -168,6 +174,7 @@ struct gpu_stage::shared {
       std::lock_guard<std::mutex> lock(s->mutex);
       s->facts = gpu_stage::device_facts{info.name, info.free_mem};
       s->started = true;
+      cuda_started.store(true);
     } catch (std::exception const& e) {
       s->settle(state::failed, e.what());
       return;

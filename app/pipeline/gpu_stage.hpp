@@ -131,4 +131,9 @@ class gpu_stage {
 /// would race with a context being created.
 [[nodiscard]] bool gpu_start_in_flight() noexcept;
 
+/// True once a gpu_stage has started CUDA in this process: main then ends it with _exit() after its
+/// output is complete, sparing CUDA's teardown at exit (60-75 ms on the lent hosts; the driver frees
+/// the context when the process ends).
+[[nodiscard]] bool gpu_started_in_process() noexcept;
+
 }  // namespace heightgrid::app

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cmath>
 #include <sstream>
+#include <future>
 #include <thread>
 
 namespace heightgrid::app {
@@ -188,7 +189,7 @@ class grid_job {
       case device_choice::cpu: route_ = bin_route::cpu; break;
       case device_choice::gpu: route_ = may_share_with_cpu() ? bin_route::cooperative : bin_route::gpu; break;
       case device_choice::automatic:
-        if (points > 0 && !auto_wants_gpu(points, o_.request)) {
+        if (points > 0 && !auto_wants_gpu(points, o_.request, threads_)) {
           route_ = bin_route::cpu;
         } else if (points > 0 || sums_ || order_) {
           // Known to be big enough: the CPU bins while CUDA starts where the grid is small enough to
@@ -231,7 +232,8 @@ class grid_job {
     }
   }
 
-  /// Hands layered LAZ chunks to the GPU decoder when that is worth it (laz_decoder_choice).
+  /// Hands LAZ chunks (layered, and pointwise of formats 0-3) to the GPU decoder when that is worth it
+  /// (laz_decoder_choice).
   void offload_laz()
   {
     laz_decoder_choice choice = o_.laz_decoder;
@@ -244,7 +246,7 @@ class grid_job {
       report_.laz_gpu_note = "not used (--device cpu)";
       return;
     }
-    auto stage = std::make_unique<laz_gpu_stage>(o_.gpu_device, o_.laz_gpu_sizes);
+    auto stage = std::make_unique<laz_gpu_stage>(o_.gpu_device, o_.laz_gpu_sizes, o_.laz_cache);
     std::vector<part_source*> offloaded;
     for (std::size_t i = 0; i < all_.size(); ++i) {
       stage->set_source(i);  // the statistics' entry of its chunks binned on the device
@@ -255,7 +257,7 @@ class grid_job {
       report_.laz_gpu_note = std::move(note);
     };
     if (offloaded.empty()) {
-      give_back("no layered LAZ chunk the GPU decoder can take");
+      give_back("no LAZ chunk the GPU decoder can take");
       return;
     }
     std::uint64_t const points = stage->point_count();
@@ -266,12 +268,17 @@ class grid_job {
       double gpu_s = 0.0;
       if (!sums_ && !order_ && binner_options().reduction == batch_reduction::atomic) {
         // The records will be binned where they are decoded (bin_band: fold_laz).
+        auto const pointwise = static_cast<double>(stage->pointwise_point_count());
         gpu_s = policy::laz_fold_start_s + n * policy::laz_fold_seconds_per_point +
-                std::max(stage->largest_chunk() * policy::laz_fold_seconds_per_chunk_point,
-                         n / policy::laz_fold_points_per_s);
+                std::max({stage->largest_chunk() * policy::laz_fold_seconds_per_chunk_point,
+                          stage->largest_pointwise_chunk() * policy::laz_pointwise_seconds_per_chunk_point,
+                          (n - pointwise) / policy::laz_fold_points_per_s +
+                            pointwise / policy::laz_pointwise_points_per_s});
       } else {
         double const waves = std::ceil(static_cast<double>(stage->chunk_count()) / policy::laz_gpu_wave_chunks);
-        gpu_s = policy::laz_gpu_start_s + waves * stage->largest_chunk() * policy::laz_gpu_seconds_per_chunk_point +
+        gpu_s = policy::laz_gpu_start_s +
+                waves * std::max(stage->largest_chunk() * policy::laz_gpu_seconds_per_chunk_point,
+                                 stage->largest_pointwise_chunk() * policy::laz_pointwise_seconds_per_chunk_point) +
                 n * policy::laz_records_seconds_per_point;
       }
       if (points < policy::laz_gpu_min_points || gpu_s * policy::laz_gpu_margin >= cpu_s) {
@@ -784,21 +791,37 @@ class grid_job {
     window_scratch scratch;
     double writing = 0.0;
     omp_set_num_threads(static_cast<int>(threads_));
-    for (std::uint32_t r = 0; r < rows_in_band; r += rows_per) {
-      std::uint32_t const rows = std::min(rows_per, rows_in_band - r);
+    struct finalized {
       cell_results window;
-      window_counts c;
+      window_counts counts;
+    };
+    auto const finalize = [&](std::uint32_t r) {
+      std::uint32_t const rows = std::min(rows_per, rows_in_band - r);
+      finalized f;
       if (host_only) {
-        window = host_->finalize_rows(r, rows, out_grid.cols, fin, o_.nodata, &c);
+        f.window = host_->finalize_rows(r, rows, out_grid.cols, fin, o_.nodata, &f.counts);
       } else if (device_only) {
-        window = gpu_->binner().finalize_rows(r, rows, out_grid.cols, with_count, o_.nodata);
-        c = counts_of(window.count);
-        if (!o_.request.count) { window.count = {}; }
+        f.window = gpu_->binner().finalize_rows(r, rows, out_grid.cols, with_count, o_.nodata);
+        f.counts = counts_of(f.window.count);
+        if (!o_.request.count) { f.window.count = {}; }
       } else {
         auto const view = merged_window(band, r, rows, scratch);
-        window = finalize_window(view, 0, band.grid.cols, rows, out_grid.cols, fin, o_.nodata, &c);
+        f.window = finalize_window(view, 0, band.grid.cols, rows, out_grid.cols, fin, o_.nodata, &f.counts);
       }
-      window.add_density(fin, o_.nodata);
+      f.window.add_density(fin, o_.nodata);
+      return f;
+    };
+    // Where the device finalizes, window k + 1 is finalized and downloaded while window k is written
+    // (its DEFLATE takes the cores; the device and the copy engine are free). On the CPU both would
+    // take the same cores: one after the other.
+    bool const overlap = gpu_used_;
+    std::future<finalized> next;
+    if (overlap) { next = std::async(std::launch::async, finalize, 0U); }
+    for (std::uint32_t r = 0; r < rows_in_band; r += rows_per) {
+      std::uint32_t const rows = std::min(rows_per, rows_in_band - r);
+      finalized f = overlap ? next.get() : finalize(r);
+      if (overlap && r + rows < rows_in_band) { next = std::async(std::launch::async, finalize, r + rows); }
+      window_counts const& c = f.counts;
       std::uint32_t largest = c.largest;
       std::uint64_t const total = c.total, non_empty = c.non_empty;
       if (host_ != nullptr && !host_->keeps_counts()) { largest = 0; }  // counts of 0 or 1: no maximum known
@@ -806,7 +829,7 @@ class grid_job {
       counted_ += total;
       report_.non_empty += non_empty;
       auto const w = clock_type::now();
-      output_.write_rows(band.first_row + r, rows, window);
+      output_.write_rows(band.first_row + r, rows, f.window);
       writing += seconds_since(w);
     }
     report_.finalize_s += seconds_since(t) - writing;
@@ -814,13 +837,13 @@ class grid_job {
   }
 
   /// --device gpu where the CPU binned every point while CUDA started: the output is complete, but
-  /// a job on a host without a usable GPU must still fail as --device gpu promises. Waits for the
-  /// start to settle (after the output was written: it overlaps the writing).
+  /// a job on a host without a usable GPU must still fail as --device gpu promises. Waits for CUDA's
+  /// start (after the output was written: it overlaps the writing), not for the binner it would have
+  /// made (the process ends without waiting for that: gpu_start_in_flight).
   void confirm_gpu()
   {
     if (o_.device != device_choice::gpu || gpu_ == nullptr || gpu_used_) { return; }
-    std::atomic<bool> const never{false};
-    if (!gpu_->wait_ready(never)) {
+    if (!gpu_->wait_started().has_value()) {
       throw error(error_kind::device, "--device gpu: the GPU could not be used: " + gpu_->failure());
     }
   }
@@ -868,11 +891,16 @@ class grid_job {
 
 }  // namespace
 
-bool auto_wants_gpu(std::uint64_t points, metric_request const& request) noexcept
+bool auto_wants_gpu(std::uint64_t points, metric_request const& request, unsigned threads) noexcept
 {
+  using policy = auto_device_policy;
   if (points == 0) { return true; }  // unknown: start it, the CPU works meanwhile
-  if (request.needs_order()) { return points >= auto_device_policy::order_gpu_min_points; }
-  return points >= (request.needs_sums() ? auto_device_policy::sums_gpu_min_points : auto_device_policy::gpu_min_points);
+  if (request.needs_order()) { return points >= policy::order_gpu_min_points; }
+  if (request.needs_sums()) { return points >= policy::sums_gpu_min_points; }
+  auto const n = static_cast<double>(points);
+  double const cpu_s = n / (std::max(threads, 1U) * policy::las_cpu_points_per_thread_s);
+  double const gpu_s = policy::las_gpu_fixed_s + n / policy::las_gpu_points_per_s;
+  return gpu_s < cpu_s;
 }
 
 bounds read_bounds(std::vector<part_source*> const& sources, filter_options const& filter, unsigned threads)

@@ -36,37 +36,29 @@ namespace heightgrid::app {
 
 enum class device_choice { automatic, gpu, cpu };
 
-/// The thresholds of --device auto, named so that a measurement can move them (docs/benchmarks.md).
+/// The thresholds of --device auto: each a rule, its measurement in the docs/benchmarks.md section
+/// named beside it (a new measurement moves the constant and the section, not this comment).
 struct auto_device_policy {
-  /// Below this many points (from the headers) the GPU is not started for range/min/max/count: the
-  /// CPU route finishes before CUDA's start (~0.3 s) and the uploads pay off; above it the GPU
-  /// route (LAS records decoded on the device) is faster. The crossover of docs/benchmarks.md,
-  /// "LAS on the device" (16-core H200 hosts: CPU at 3 * 10^8, GPU at 4 * 10^8).
-  static constexpr std::uint64_t gpu_min_points = 350'000'000;
-  /// The CPU bins while CUDA starts (the cooperative route) where the host's accumulators for the
-  /// grid stay within this: above, their pages cost more than the head start gives, and the GPU
-  /// route's memory would exceed the CPU route's by more than issue #36 allows (docs/benchmarks.md,
-  /// "LAS on the device").
+  /// Range/min/max/count: the GPU route when `las_gpu_fixed_s` + points / `las_gpu_points_per_s`
+  /// beats points / (threads x `las_cpu_points_per_thread_s`): the CPU route's time falls with its
+  /// cores, the GPU route's (CUDA's start, the copies) does not. Fitted on 16- and 32-core H200
+  /// hosts (crossover 3-4 x 10^8 on 16 cores, above 10^9 on 32). docs/benchmarks.md, "LAS on the device".
+  static constexpr double las_cpu_points_per_thread_s = 2.1e7;
+  static constexpr double las_gpu_points_per_s = 7.0e8;
+  static constexpr double las_gpu_fixed_s = 0.5;
+  /// The CPU bins while CUDA starts where the host's accumulators stay within this (RSS within issue
+  /// #36's 512 MB of the CPU route). docs/benchmarks.md, "LAS on the device".
   static constexpr std::uint64_t cooperative_host_bytes = std::uint64_t{512} << 20;
-  /// Mean/stddev cannot be shared between the CPU and the GPU (the merge order would depend on
-  /// timing), so such jobs pick one. The CPU sorts every batch by cell and merges the batches lane
-  /// by lane (grid_sink): measured on a lent H100 host with 16 cores (docs/benchmarks.md, run U),
-  /// LAS with --metrics mean, CPU / GPU: 3 * 10^7 points 0.24 / 0.50 s, 10^8 0.51 / 0.63 s, 2 * 10^8
-  /// 1.17 / 0.88 s; the lines cross near 1.3 * 10^8.
+  /// Mean/stddev (one side only: sums merged in batch order): the CPU's per-batch sorts lose from
+  /// here. docs/benchmarks.md, "--device auto for mean/stddev and percentiles".
   static constexpr std::uint64_t sums_gpu_min_points = 130'000'000;
-  /// Percentiles sort every cell: the CPU's sorts cost more than the GPU's start from here. Measured
-  /// on an H200 host with 16 cores (docs/benchmarks.md, "Percentiles"): p5,median,p95,prange of a
-  /// LAS of 10^7 points CPU 0.34 s / GPU 0.54 s, 3 * 10^7 CPU 0.81 s / GPU 0.74 s.
+  /// Percentiles: the CPU's per-cell sorts lose from here. docs/benchmarks.md, "Percentiles".
   static constexpr std::uint64_t order_gpu_min_points = 25'000'000;
-  /// Layered LAZ chunks go to the GPU decoder (laz_gpu_stage) when the CPU's decoding would take
-  /// longer than the GPU's: the CPU decodes about `laz_cpu_points_per_thread_s` points a second a
-  /// thread (3.7-5.3 M on the lent hosts), the GPU a wave of up to 2000 chunks in about
-  /// `laz_gpu_seconds_per_chunk_point` a point of its largest chunk (the chunks of a wave decode side
-  /// by side: 424-471 ms for chunks of 50,000 points on an H100, docs/benchmarks-history.md run Z), after a
-  /// start of `laz_gpu_start_s` (driver and context: 0.45-0.55 s), and then the readers bin the
-  /// records at `laz_records_seconds_per_point`; the GPU must win by `laz_gpu_margin`. Measured: a
-  /// 10^8-point file 1.4 s on the GPU vs 2.0 s on 16 cores (chosen), 1000 tiles of 64,600 points
-  /// about even (not chosen). Below `laz_gpu_min_points` the GPU is never started for LAZ.
+  /// LAZ chunks go to the GPU decoder when its estimate beats the CPU's decoding
+  /// (`laz_cpu_points_per_thread_s` a thread) by `laz_gpu_margin`, never below `laz_gpu_min_points`.
+  /// Records downloaded to the readers: CUDA's start, a wave of `laz_gpu_wave_chunks` chunks per
+  /// `laz_gpu_seconds_per_chunk_point` of the largest chunk, the readers' binning a point.
+  /// docs/benchmarks.md, "LAZ on the device".
   static constexpr std::uint64_t laz_gpu_min_points = 20'000'000;
   static constexpr double laz_cpu_points_per_thread_s = 3.7e6;
   static constexpr double laz_gpu_seconds_per_chunk_point = 9.5e-6;
@@ -74,17 +66,20 @@ struct auto_device_policy {
   static constexpr double laz_records_seconds_per_point = 1.5e-9;
   static constexpr double laz_gpu_margin = 1.15;
   static constexpr std::size_t laz_gpu_wave_chunks = 2000;
-  /// Where the GPU bins the records it decoded (range/min/max/count: no records come down), its
-  /// time is its start, reading + uploading + binning a point, and the longer of the last round
-  /// (one chunk's latency, per point of the largest chunk) and every point at the decoder's rate.
-  /// Fitted on an H200 host (docs/benchmarks.md, "LAZ on the device": crossover near 5 * 10^7).
+  /// Records binned where they are decoded: the start, reading + uploading + binning a point, and the
+  /// longer of the last round (one chunk's latency a point of the largest chunk) and every point at
+  /// the decoder's rate. docs/benchmarks.md, "LAZ on the device".
   static constexpr double laz_fold_start_s = 0.45;
   static constexpr double laz_fold_seconds_per_point = 0.7e-9;
   static constexpr double laz_fold_seconds_per_chunk_point = 4.9e-6;
   static constexpr double laz_fold_points_per_s = 2.8e8;
+  /// Pointwise chunks (formats 0-3: one serial chain of every item), on the same model.
+  /// docs/benchmarks.md, "Pointwise LAZ on the device".
+  static constexpr double laz_pointwise_points_per_s = 7.0e7;
+  static constexpr double laz_pointwise_seconds_per_chunk_point = 2.0e-5;
 };
 
-/// Which decoder takes layered LAZ chunks: `automatic` follows --device (cpu: the CPU; gpu: the GPU
+/// Which decoder takes LAZ chunks (layered, pointwise of formats 0-3): `automatic` follows --device (cpu: the CPU; gpu: the GPU
 /// for every chunk it can decode; auto: by auto_device_policy's estimate).
 enum class laz_decoder_choice { automatic, cpu, gpu };
 
@@ -117,6 +112,8 @@ struct grid_job_options {
   /// batch waits for the GPU (--gpu-start wait).
   bool cpu_while_gpu_starts{true};
   laz_gpu_limits laz_gpu_sizes;  ///< the GPU LAZ stage's waves and ring (tests make them small)
+  /// Where the GPU LAZ decoder comes from and goes back to (tiles of one device); null: the job's own.
+  std::shared_ptr<laz_gpu_cache> laz_cache;
   /// --copc-level: read COPC octree levels 0..N only (unset: every level, the exact result);
   /// `copc_level_auto`: down to the first level whose point spacing is at most the cell.
   std::optional<int> copc_level;
@@ -187,7 +184,7 @@ grid_job_report run_grid_job(std::vector<std::unique_ptr<part_source>> const& so
 
 /// Whether a job of `points` points (0: unknown) with `request` would use the GPU under --device
 /// auto: callers start the GPU early with it.
-[[nodiscard]] bool auto_wants_gpu(std::uint64_t points, metric_request const& request) noexcept;
+[[nodiscard]] bool auto_wants_gpu(std::uint64_t points, metric_request const& request, unsigned threads) noexcept;
 
 /// Worker threads for `requested` (0: the cores this process may use).
 [[nodiscard]] unsigned worker_threads(unsigned requested) noexcept;

@@ -35,6 +35,15 @@ constexpr std::chrono::milliseconds stuck_wait{100};
 
 }  // namespace
 
+struct laz_gpu_cache::kept {
+  std::unique_ptr<laz_gpu_decoder> decoder;
+  std::vector<std::uint8_t*> slots;  // the decoder's page-locked memory
+  std::uint64_t slot_bytes{0};
+};
+
+laz_gpu_cache::laz_gpu_cache() = default;
+laz_gpu_cache::~laz_gpu_cache() = default;
+
 struct laz_gpu_stage::impl {
   struct file_entry {
     file_format format;
@@ -99,12 +108,37 @@ struct laz_gpu_stage::impl {
   std::vector<std::uint8_t*> slots;
   laz_gpu_stage_report stats;
   std::unique_ptr<laz_gpu_decoder> decoder;
+  std::shared_ptr<laz_gpu_cache> cache;
   std::thread worker;
 
-  impl(int dev, laz_gpu_limits lim)
+  impl(int dev, laz_gpu_limits lim, std::shared_ptr<laz_gpu_cache> c)
     : device(dev), limits(lim), ring_slots(std::max<std::size_t>(1, lim.ring_slots)),
-      ring_slot_bytes(std::max<std::uint64_t>(1, lim.slot_bytes))
+      ring_slot_bytes(std::max<std::uint64_t>(1, lim.slot_bytes)), cache(std::move(c))
   {
+  }
+
+  /// The cache's decoder and ring, when it holds ones made for this ring's slots.
+  void take_from_cache()
+  {
+    if (cache == nullptr) { return; }
+    std::lock_guard<std::mutex> lock(cache->mutex);
+    if (cache->held != nullptr && cache->held->slot_bytes == ring_slot_bytes) {
+      decoder = std::move(cache->held->decoder);
+      slots = std::move(cache->held->slots);
+    }
+    cache->held.reset();
+  }
+
+  /// After the worker ended: the decoder and ring go back to the cache unless something failed.
+  void give_to_cache()
+  {
+    if (cache == nullptr || decoder == nullptr || !stats.failure.empty() || failed_all) { return; }
+    auto k = std::make_unique<laz_gpu_cache::kept>();
+    k->decoder = std::move(decoder);
+    k->slots = std::move(slots);
+    k->slot_bytes = ring_slot_bytes;
+    std::lock_guard<std::mutex> lock(cache->mutex);
+    cache->held = std::move(k);
   }
 
   /// A reader came before the job said where the records go: they go down to the readers.
@@ -489,9 +523,13 @@ struct laz_gpu_stage::impl {
     try {
       std::string reason;
       if (!start_gpu(&reason, device)) { throw error(error_kind::device, reason); }
-      decoder = std::make_unique<laz_gpu_decoder>();
+      take_from_cache();
+      if (decoder == nullptr) {
+        slots.clear();
+        decoder = std::make_unique<laz_gpu_decoder>();
+      }
       std::size_t const n = std::min<std::size_t>(ring_slots, chunks.size());
-      for (std::size_t k = 0; k < n; ++k) { slots.push_back(decoder->pinned(ring_slot_bytes)); }
+      while (slots.size() < n) { slots.push_back(decoder->pinned(ring_slot_bytes)); }
     } catch (std::exception const& e) {
       fail_everything(e.what());
       return;
@@ -545,7 +583,10 @@ struct laz_gpu_stage::impl {
   }
 };
 
-laz_gpu_stage::laz_gpu_stage(int device, laz_gpu_limits limits) : impl_(std::make_unique<impl>(device, limits)) {}
+laz_gpu_stage::laz_gpu_stage(int device, laz_gpu_limits limits, std::shared_ptr<laz_gpu_cache> cache)
+  : impl_(std::make_unique<impl>(device, limits, std::move(cache)))
+{
+}
 
 laz_gpu_stage::~laz_gpu_stage()
 {
@@ -556,6 +597,10 @@ laz_gpu_stage::~laz_gpu_stage()
     impl_->changed.notify_all();
   }
   if (impl_->worker.joinable()) { impl_->worker.join(); }
+  try {
+    impl_->give_to_cache();
+  } catch (...) {  // memory for the cache's entry: the decoder is freed instead
+  }
 }
 
 std::size_t laz_gpu_stage::add_file(file_format const& format, std::vector<chunk> const& chunks, reader read)

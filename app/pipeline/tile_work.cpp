@@ -328,6 +328,11 @@ tile_outcome tile_worker::run(tile_task const& task)
     if (job.device == device_choice::gpu && gpu_ == nullptr) {
       gpu_ = std::make_shared<gpu_stage>(o_.batch_points, std::size_t{threads_} * 2 + 4, device_);
     }
+    if (job.device != device_choice::cpu) {
+      // The LAZ decoder of this worker's device serves its tiles one after the other.
+      if (laz_cache_ == nullptr) { laz_cache_ = std::make_shared<laz_gpu_cache>(); }
+      job.laz_cache = laz_cache_;
+    }
     auto write = o_.write;
     write.overwrite = true;  // the directory is the job's (checked before any tile)
     tile_output output((fs::path(o_.out_dir) / tile_file_name(o_.name, layout_, tx, ty)).string(), o_.bands, write);

@@ -6,6 +6,7 @@
 // coordinator.
 
 #include "pipeline/gpu_stage.hpp"
+#include "pipeline/laz_gpu_stage.hpp"
 #include "pipeline/tiles.hpp"
 
 #include "heightgrid/core/error.hpp"
@@ -143,6 +144,7 @@ class tile_worker {
   int device_;
   unsigned threads_;
   std::shared_ptr<gpu_stage> gpu_;
+  std::shared_ptr<laz_gpu_cache> laz_cache_;  ///< the GPU LAZ decoder kept between this worker's tiles
   std::string device_name_;
   std::string label_;
   double busy_s_{0.0};

@@ -155,6 +155,38 @@ void expect_same_read(grid_job_report const& got, grid_job_report const& want)
   EXPECT_EQ(got.outside, want.outside);
 }
 
+TEST(GridJob, ADecoderKeptBetweenJobsGridsAsAFreshOne)
+{
+  if (!gpu_available()) { GTEST_SKIP() << "no usable GPU: the kept LAZ decoder is checked on the GPU machine"; }
+  // The tiles of one device share a laz_gpu_cache: each job's stage takes the decoder and ring the
+  // last one left. Jobs of layered and pointwise files in turn, binned on the device (auto) and sent
+  // down (--device cpu with the GPU decoder): each equals the CPU's grid, and the decoder is kept.
+  metric_request r = extremes();
+  r.count = true;
+  auto const cache = std::make_shared<laz_gpu_cache>();
+  std::vector<std::vector<std::string>> const jobs = {layered_files(), pointwise_files(), {layered_files().front()},
+                                                      pointwise_files()};
+  for (std::size_t j = 0; j < jobs.size(); ++j) {
+    for (auto const device : {device_choice::automatic, device_choice::cpu}) {
+      SCOPED_TRACE("job " + std::to_string(j) + (device == device_choice::cpu ? ", records sent down" : ", binned on the device"));
+      auto o = job_options(r, 1000.0, device_choice::cpu, 4);
+      memory_output cpu;
+      (void)run_grid_job(open_all(jobs[j], 4096), o, cpu);
+      o.device = device;
+      o.laz_decoder = laz_decoder_choice::gpu;
+      o.laz_cache = cache;
+      memory_output gpu;
+      auto const got = run_grid_job(open_all(jobs[j], 4096), o, gpu);
+      ASSERT_TRUE(got.laz_gpu);
+      EXPECT_TRUE(got.laz_gpu_stats.failure.empty()) << got.laz_gpu_stats.failure;
+      EXPECT_GT(got.laz_gpu_stats.gpu_chunks + got.laz_gpu_stats.folded_chunks, 0U);
+      expect_bands(gpu.bands, cpu.bands, r);
+      std::lock_guard<std::mutex> lock(cache->mutex);
+      EXPECT_NE(cache->held, nullptr) << "the decoder was not kept";
+    }
+  }
+}
+
 TEST(GridJob, LazRecordsBinnedOnTheDeviceGridAsOnTheCpu)
 {
   // The GPU route with range/min/max/count: the decoder's records are binned where they are

@@ -118,7 +118,6 @@ TEST(LasRecords, GpuRouteDecodingRecordsEqualsTheCpuRoute)
   filter_options first = defaults;
   first.returns = return_filter::first;
   first.z_min = 0.0;
-  std::uint64_t cooperative_cpu_batches = 0;
   for (auto const& filter : {defaults, classes, first, filter_options::keep_all()}) {
     for (std::size_t part : {std::size_t{1000}, std::size_t{4099}}) {
       SCOPED_TRACE("part " + std::to_string(part));
@@ -135,26 +134,6 @@ TEST(LasRecords, GpuRouteDecodingRecordsEqualsTheCpuRoute)
       EXPECT_TRUE(gpu_report.las_records_on_gpu);
       expect_bands(gpu.bands, cpu.bands, r, 0);
       expect_same_read(gpu_report, cpu_report);
-      // The CPU binning while CUDA starts (the default): the records the CPU took decoded there with
-      // the same rules, the rest on the device, the grids merged; counts asked for or not.
-      for (bool count : {true, false}) {
-        SCOPED_TRACE(count ? "cooperative, with counts" : "cooperative, extremes alone");
-        auto oc = o;
-        oc.cpu_while_gpu_starts = true;
-        oc.request.count = count;
-        auto oc_cpu = oc;
-        oc_cpu.device = device_choice::cpu;
-        memory_output want;
-        (void)run_grid_job(open_all(paths, part), oc_cpu, want);
-        auto stage = std::make_shared<gpu_stage>(1 << 16, 2);  // up before the job: a full ring sends parts to the CPU
-        ASSERT_TRUE(stage->wait_started().has_value()) << stage->failure();
-        memory_output shared;
-        auto const shared_report = run_grid_job(open_all(paths, part), oc, shared, stage);
-        EXPECT_TRUE(shared_report.route == "CPU + GPU" || shared_report.route == "GPU") << shared_report.route;
-        cooperative_cpu_batches += shared_report.cpu_batches;
-        expect_bands(shared.bands, want.bands, oc.request, 0);
-        expect_same_read(shared_report, cpu_report);
-      }
       // The readers decoding (for comparison): the same again, 12-byte integers uploaded.
       o.las_decoder = las_decoder_choice::cpu;
       memory_output decoded;
@@ -164,7 +143,43 @@ TEST(LasRecords, GpuRouteDecodingRecordsEqualsTheCpuRoute)
       expect_same_read(decoded_report, cpu_report);
     }
   }
-  EXPECT_GT(cooperative_cpu_batches, 0U) << "the CPU never took records beside the GPU";
+}
+
+TEST(LasRecords, TheCpuDecodesRecordsWhileTheGpuStartsAndTheGridsMerge)
+{
+  if (!gpu_available()) { GTEST_SKIP() << "no usable GPU: the cooperative route is checked on the GPU machine"; }
+  // The default GPU route of range/min/max(/count): the readers' first batches of raw records are
+  // decoded and binned on the CPU while the GPU starts and configures, the later ones on the device
+  // (2,000 parts of 1,000 records: the device's binner is up long before the last), the two grids
+  // merged: the CPU route's cells and read statistics, counts asked for or not.
+  std::vector<std::string> const paths{write_file("big6.las", 6, 2'000'000, 9), write_file("c1b.las", 1, 12345, 3, 20.0)};
+  filter_options filter = filter_options::keep_all();
+  filter.drop_classes = {7, 18};
+  filter.drop_withheld = true;
+  std::uint64_t cpu_batches = 0, gpu_batches = 0;
+  for (bool count : {true, false}) {
+    SCOPED_TRACE(count ? "with counts" : "extremes alone");
+    metric_request r;
+    r.range = r.min = r.max = true;
+    r.count = count;
+    auto o = job_options(r, 0.5, device_choice::cpu, 4);
+    o.filter = filter;
+    memory_output cpu;
+    auto const cpu_report = run_grid_job(open_all(paths, 1000), o, cpu);
+    o.device = device_choice::gpu;
+    memory_output shared;
+    pipeline_fixtures::held_start held;
+    auto stage = std::make_shared<gpu_stage>(1000, 8, -1, held.hook());
+    held.release_after(20);  // the first parts are the CPU's
+    auto const report = run_grid_job(open_all(paths, 1000), o, shared, stage);
+    EXPECT_TRUE(report.route == "CPU + GPU" || report.route == "CPU") << report.route;
+    cpu_batches += report.cpu_batches;
+    gpu_batches += report.gpu_batches;
+    expect_bands(shared.bands, cpu.bands, r, 0);
+    expect_same_read(report, cpu_report);
+  }
+  EXPECT_GT(cpu_batches, 0U) << "the CPU never took records while the GPU started";
+  EXPECT_GT(gpu_batches, 0U) << "the GPU never took records";
 }
 
 TEST(LasRecords, MeanAndPercentilesKeepDecodingOnTheReaders)

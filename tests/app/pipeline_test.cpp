@@ -186,23 +186,27 @@ TEST(Scheduler, ASecondPassReadsSequentialSourcesFromTheStart)
 
 TEST(AutoDevice, EachKindOfJobStartsTheGpuWhereItWasMeasuredToWin)
 {
-  // The measured crossovers (docs/benchmarks.md, 16-core H100/H200 hosts): extremes move to the GPU
-  // between 3 * 10^8 and 4 * 10^8 points, mean between 10^8 and 2 * 10^8, percentiles between 10^7
-  // and 3 * 10^7; a job of unknown size starts the GPU.
+  // The measured crossovers (docs/benchmarks.md, H200 hosts): extremes move to the GPU between
+  // 3 * 10^8 and 4 * 10^8 points on 16 cores and stay on the CPU at 10^9 on 32; mean between 10^8 and
+  // 2 * 10^8, percentiles between 10^7 and 3 * 10^7 (16 cores); a job of unknown size starts the GPU.
   metric_request range;
   range.range = true;
   metric_request mean;
   mean.mean = true;
   metric_request pct;
   pct.percentiles = {50.0};
-  EXPECT_FALSE(auto_wants_gpu(300'000'000, range));
-  EXPECT_TRUE(auto_wants_gpu(400'000'000, range));
-  EXPECT_TRUE(auto_wants_gpu(2'000'000'000, range));
-  EXPECT_FALSE(auto_wants_gpu(100'000'000, mean));
-  EXPECT_TRUE(auto_wants_gpu(200'000'000, mean));
-  EXPECT_FALSE(auto_wants_gpu(10'000'000, pct));
-  EXPECT_TRUE(auto_wants_gpu(30'000'000, pct));
-  EXPECT_TRUE(auto_wants_gpu(0, range));
+  EXPECT_FALSE(auto_wants_gpu(300'000'000, range, 16));
+  EXPECT_TRUE(auto_wants_gpu(400'000'000, range, 16));
+  EXPECT_TRUE(auto_wants_gpu(2'000'000'000, range, 16));
+  EXPECT_FALSE(auto_wants_gpu(100'000'000, mean, 16));
+  EXPECT_TRUE(auto_wants_gpu(200'000'000, mean, 16));
+  EXPECT_FALSE(auto_wants_gpu(10'000'000, pct, 16));
+  EXPECT_TRUE(auto_wants_gpu(30'000'000, pct, 16));
+  EXPECT_TRUE(auto_wants_gpu(0, range, 16));
+  EXPECT_FALSE(auto_wants_gpu(1'000'000'000, range, 32));
+  EXPECT_TRUE(auto_wants_gpu(1'000'000'000, range, 16));
+  EXPECT_FALSE(auto_wants_gpu(10'000'000, range, 2));
+  EXPECT_TRUE(auto_wants_gpu(100'000'000, range, 2));  // 2 cores: the CPU route takes seconds
 }
 
 TEST(GridJob, CpuEqualsTheWholeCloudForPartsThatCutCells)
