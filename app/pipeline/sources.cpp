@@ -176,9 +176,8 @@ opened_sources open_sources(input_selection const& in, std::vector<std::string> 
       }
     }
   };
-  // A thread per 1000 inputs: one thread opens 1000 LAZ tile headers in 13 ms, while 4 threads
-  // took 22 ms and 16 threads 51 ms for the same 1000 (lent H100 host, run V in
-  // docs/benchmarks.md: a cost that grows with the threads, not yet found).
+  // A thread per 1000 inputs: opening headers on more threads than that was measured slower (a cost
+  // that grows with the threads, not yet found; docs/benchmarks-history.md, "run V").
   constexpr std::size_t inputs_per_thread = 1000;
   std::size_t const wanted = (out.paths.size() + inputs_per_thread - 1) / inputs_per_thread;
   auto const n = static_cast<unsigned>(std::max<std::size_t>(1, std::min<std::size_t>(threads, wanted)));
