@@ -1,6 +1,7 @@
 // part_source::offload_chunks on LAS/LAZ sources: which sources hand their chunks to a bulk
-// decoder, and that parts read from a bulk decoder's 18-byte records (here a stand-in that decodes
-// with the CPU decoder and hands every other chunk back) equal the parts the source decodes itself.
+// decoder, and that parts read from a bulk decoder's records (18-byte point14 prefixes, or whole
+// 20-byte point10 records of pointwise files; here a stand-in that decodes with the CPU decoder and
+// hands every other chunk back) equal the parts the source decodes itself.
 
 #include "heightgrid/io/las_reader.hpp"
 
@@ -28,8 +29,9 @@ namespace {
 using test::parts_read;
 using test::read_parts;
 
-/// Decodes registered chunks of one file with the CPU decoder and keeps each record's first 18
-/// bytes, as the GPU decoder writes them; hands chunks whose number is odd back (nullptr).
+/// Decodes registered chunks of one file with the CPU decoder and keeps each record's first 18 bytes
+/// (layered) or 20 (pointwise), as the GPU decoder writes them; hands chunks whose number is odd back
+/// (nullptr).
 class cpu_bulk_decoder final : public bulk_chunk_decoder {
  public:
   explicit cpu_bulk_decoder(std::string path) : opened_(detail::open_las_file(path)) {}
@@ -55,11 +57,14 @@ class cpu_bulk_decoder final : public bulk_chunk_decoder {
     laz::chunk_entry const e{chunks_[c].offset, chunks_[c].bytes, chunks_[c].points};
     laz::decode_laz_chunk(layout, vlr, read_, c, e, scratch, full.data(), laz::field_selection::heightgrid());
     auto& out = decoded_[index];
-    out.assign(std::size_t{chunks_[c].points} * record_bytes, 0xEE);
+    std::size_t const stride = format_.decoded_bytes();
+    out.assign(std::size_t{chunks_[c].points} * stride, 0xEE);
     for (std::size_t i = 0; i < chunks_[c].points; ++i) {
-      std::memcpy(out.data() + i * record_bytes, full.data() + i * format_.record_length, record_bytes);
-      out[i * record_bytes + 12] = out[i * record_bytes + 13] = 0;  // intensity and user data: not decoded
-      out[i * record_bytes + 17] = 0;
+      std::memcpy(out.data() + i * stride, full.data() + i * format_.record_length, stride);
+      if (!format_.pointwise) {  // layered: intensity and user data not decoded
+        out[i * stride + 12] = out[i * stride + 13] = 0;
+        out[i * stride + 17] = 0;
+      }
     }
     return out.data();
   }
@@ -82,6 +87,42 @@ class cpu_bulk_decoder final : public bulk_chunk_decoder {
 };
 
 std::string data_file(char const* name) { return (test::data_dir() / name).string(); }
+
+TEST(las_parts_offload, pointwise_parts_from_bulk_records_equal_the_sources_own_decoding)
+{
+  // Pointwise LAZ hands out whole 20-byte point10 records: Z, the filters' fields and any point10
+  // dimension read from them as the source reads its own decoding.
+  std::vector<std::string> files = {data_file("lazrs_variable_chunks_pf1.laz")};
+  if (!test::real_data_dir().empty()) {
+    for (char const* f : {"laspy/simple.laz", "pdal/laz_autzen_trim.laz"}) {
+      files.push_back((test::real_data_dir() / f).string());
+    }
+  }
+  for (auto const& path : files) {
+    bool const small = path == files.front();  // parts of 7 points: the small file alone
+    for (char const* dimension : {"", "Classification", "Intensity", "PointSourceId"}) {
+      for (std::size_t part : {small ? std::size_t{7} : default_part_points, default_part_points}) {
+        SCOPED_TRACE(path + " " + dimension + " part " + std::to_string(part));
+        auto own = open_las_parts(path, part, dimension);
+        auto offloaded = open_las_parts(path, part, dimension);
+        cpu_bulk_decoder bulk(path);
+        ASSERT_TRUE(offloaded->offload_chunks(&bulk));
+        EXPECT_TRUE(bulk.format_.pointwise);
+        EXPECT_EQ(bulk.format_.decoded_bytes(), 20U);
+        for (auto const& filter : {filter_options::keep_all(), filter_options{}}) {
+          parts_read const want = read_parts(*own, filter);
+          parts_read const got = read_parts(*offloaded, filter);
+          EXPECT_EQ(got.points.x, want.points.x);
+          EXPECT_EQ(got.points.y, want.points.y);
+          EXPECT_EQ(got.points.z, want.points.z);
+          EXPECT_EQ(got.total.filtered.points_in, want.total.filtered.points_in);
+          EXPECT_EQ(got.total.filtered.removed(), want.total.filtered.removed());
+        }
+        EXPECT_EQ(bulk.released_, bulk.asked_);
+      }
+    }
+  }
+}
 
 TEST(las_parts_offload, layered_parts_from_bulk_records_equal_the_sources_own_decoding)
 {
@@ -117,7 +158,7 @@ TEST(las_parts_offload, layered_parts_from_bulk_records_equal_the_sources_own_de
   }
 }
 
-TEST(las_parts_offload, only_layered_laz_read_for_its_base_record_is_offloaded)
+TEST(las_parts_offload, only_laz_read_for_its_base_record_is_offloaded)
 {
   auto const offloads = [](std::string const& path, std::string const& dimension) {
     auto source = open_las_parts(path, default_part_points, dimension);
@@ -133,8 +174,16 @@ TEST(las_parts_offload, only_layered_laz_read_for_its_base_record_is_offloaded)
                         "Amplitude"}) {
     EXPECT_FALSE(offloads(layered, d)) << d;
   }
-  EXPECT_FALSE(offloads(data_file("layered_dims_pdrf8.las"), ""));          // not compressed
-  EXPECT_FALSE(offloads(data_file("lazrs_variable_chunks_pf1.laz"), ""));  // pointwise (LAS 1.2 formats)
+  EXPECT_FALSE(offloads(data_file("layered_dims_pdrf8.las"), ""));  // not compressed
+  // Pointwise (LAS 1.2 format 1: point10, gpstime11 and byte items v2): the GPU decoder hands out
+  // whole point10 records (it decodes every item anyway), so any field of them may be gridded from
+  // them; GPS time lies past them. A wavepacket13 item it does not decode.
+  std::string const pointwise = data_file("lazrs_variable_chunks_pf1.laz");
+  for (char const* d : {"", "Z", "Classification", "Intensity", "UserData", "ScanAngleRank", "PointSourceId"}) {
+    EXPECT_TRUE(offloads(pointwise, d)) << d;
+  }
+  EXPECT_FALSE(offloads(pointwise, "GpsTime"));
+  EXPECT_FALSE(offloads(data_file("wavepacket_pdrf4.laz"), ""));
 }
 
 }  // namespace
