@@ -424,17 +424,7 @@ int run_grid(grid_options const& given)
     HG_EXPECTS(co.find('=') != std::string::npos && co.front() != '=', error_kind::usage,
             "--co: '" + co + "' is not KEY=VALUE");
   }
-  HG_EXPECTS(o.run.device == "auto" || o.run.device == "gpu" || o.run.device == "cpu", error_kind::usage,
-          "--device: '" + o.run.device + "' is not auto, gpu or cpu");
-  grid_job_options job;
-  job.xres = xres;
-  job.yres = yres;
-  job.fixed_grid = fixed;
-  job.edge = cell_edge_rule(o.geometry);
-  job.request = request;
-  job.nodata = nodata;
-  job.filter = filter;
-  job.device = o.run.device == "gpu" ? device_choice::gpu : o.run.device == "cpu" ? device_choice::cpu : device_choice::automatic;
+  grid_job_options job = base_job_options(o.geometry, request, nodata, filter, o.run.device, o.run.threads);
   if (o.mode != auto_mode_name) {
     auto const mode = parse_mode(o.mode);
     HG_EXPECTS(mode.has_value(), error_kind::usage, "--mode: '" + o.mode + "' is not a GPU mode (" + mode_list() + ")");
@@ -443,7 +433,6 @@ int run_grid(grid_options const& given)
     job.reduction = mode_reduces_csr(*mode) ? batch_reduction::sorted : batch_reduction::atomic;
     if (mode_reduces_csr(*mode)) { job.mode = *mode; }
   }
-  job.threads = apply_threads(o.run.threads);
   job.host_memory = job.device_memory = parse_memory(o.run.memory);
   HG_EXPECTS(o.las_decoder == "auto" || o.las_decoder == "cpu", error_kind::usage,
              "--las-decoder: '" + o.las_decoder + "' is not auto or cpu");

@@ -230,4 +230,29 @@ unsigned apply_threads(int threads)
   return threads > 0 ? static_cast<unsigned>(threads) : static_cast<unsigned>(std::max(1, omp_get_max_threads()));
 }
 
+device_choice parse_device(std::string const& text, std::string const& option)
+{
+  HG_EXPECTS(text == "auto" || text == "gpu" || text == "cpu", error_kind::usage,
+             option + ": '" + text + "' is not auto, gpu or cpu");
+  return text == "gpu" ? device_choice::gpu : text == "cpu" ? device_choice::cpu : device_choice::automatic;
+}
+
+grid_job_options base_job_options(grid_geometry const& geometry, metric_request const& request, float nodata,
+                                  filter_options const& filter, std::string const& device, int threads,
+                                  std::string const& device_option)
+{
+  grid_job_options job;
+  auto const [xres, yres] = cell_size(geometry);
+  job.xres = xres;
+  job.yres = yres;
+  job.fixed_grid = fixed_grid(geometry);
+  job.edge = cell_edge_rule(geometry);
+  job.request = request;
+  job.nodata = nodata;
+  job.filter = filter;
+  job.device = parse_device(device, device_option);
+  job.threads = apply_threads(threads);
+  return job;
+}
+
 }  // namespace heightgrid::app

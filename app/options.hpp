@@ -4,6 +4,7 @@
 // output metrics, and how a job runs (device, threads, memory).
 
 #include "inputs.hpp"
+#include "pipeline/grid_job.hpp"
 
 #include "heightgrid/core/grid_spec.hpp"
 #include "heightgrid/core/metrics.hpp"
@@ -88,5 +89,15 @@ void add_run_options(CLI::App& cmd, run_options& r);
 [[nodiscard]] std::uint64_t parse_memory(std::string const& text, std::string const& option = "--memory");
 /// --threads checked (0: every core) and applied to OpenMP; returns the worker threads to use.
 unsigned apply_threads(int threads);
+
+/// --device's value; throws error_kind::usage naming `option` otherwise.
+[[nodiscard]] device_choice parse_device(std::string const& text, std::string const& option = "--device");
+
+/// The grid job's options that both front ends take (the grid command and the Python module): cell
+/// size, --te/-tap grid and edge rule from `geometry`, the bands, nodata, filters, device and threads
+/// (applied to OpenMP). Throws error_kind::usage naming the option (`device_option`: its name there).
+[[nodiscard]] grid_job_options base_job_options(grid_geometry const& geometry, metric_request const& request,
+                                                float nodata, filter_options const& filter, std::string const& device,
+                                                int threads, std::string const& device_option = "--device");
 
 }  // namespace heightgrid::app

@@ -187,24 +187,11 @@ app::grid_job_options job_options(common_args const& a, app::grid_geometry& geom
   for (auto& m : bands) {
     if (m.kind == metric_kind::cover) { m.p = a.cover_above; }
   }
-  app::grid_job_options job;
-  auto const [xres, yres] = app::cell_size(geometry);
-  job.xres = xres;
-  job.yres = yres;
-  job.fixed_grid = app::fixed_grid(geometry);
-  job.edge = app::cell_edge_rule(geometry);
-  job.request = metric_request::from(bands);
   HG_EXPECTS(std::isnan(a.nodata) || (std::isfinite(a.nodata) && std::abs(a.nodata) <= 3.4e38), error_kind::usage,
           "nodata: " + std::to_string(a.nodata) + " is not a Float32 value or nan");
-  job.nodata = static_cast<float>(a.nodata);
-  job.filter = a.keep_all ? filter_options::keep_all() : filter_options{};
-  HG_EXPECTS(a.device == "auto" || a.device == "gpu" || a.device == "cpu", error_kind::usage,
-          "device: '" + a.device + "' is not auto, gpu or cpu");
-  job.device = a.device == "gpu" ? app::device_choice::gpu
-               : a.device == "cpu" ? app::device_choice::cpu
-                                   : app::device_choice::automatic;
-  job.threads = app::apply_threads(a.threads);
-  return job;
+  return app::base_job_options(geometry, metric_request::from(bands), static_cast<float>(a.nodata),
+                               a.keep_all ? filter_options::keep_all() : filter_options{}, a.device, a.threads,
+                               "device");
 }
 
 py::dict result_of(app::grid_job_report const& r, array_output const& out, std::string const& crs_wkt, float nodata)
