@@ -4,7 +4,6 @@
 #include "heightgrid/kernels/gpu_binner.hpp"
 
 #include <array>
-#include <sstream>
 #include <string>
 
 namespace heightgrid {
@@ -38,33 +37,6 @@ bool mode_supports(reduce_mode mode, metric_request const& request) noexcept
 {
   auto const* row = row_in(reduce_modes, mode);
   return row != nullptr && (row->supports_sums || !request.needs_sums());
-}
-
-mode_choice choose_mode(metric_request const& request, cell_count_stats const& stats)
-{
-  using policy = auto_mode_policy;
-  if (!mode_supports(reduce_mode::atomic, request)) {
-    return {reduce_mode::hybrid, "mean/stddev need the CSR, and hybrid is the CSR mode for every distribution"};
-  }
-  if (policy::atomic_max_cells == 0) {
-    return {reduce_mode::hybrid, "hybrid handles every distribution; atomic is not picked automatically (it was "
-                                 "slower than thread and hybrid on every input measured)"};
-  }
-  if (stats.cells > policy::atomic_max_cells) {
-    return {reduce_mode::hybrid, std::to_string(stats.cells) + " cells: atomic's per-cell state would not stay in L2 " +
-                                   "(it is picked up to " + std::to_string(policy::atomic_max_cells) + " cells)"};
-  }
-  double const per_cell = stats.cells == 0 ? 0.0 : static_cast<double>(stats.points) / static_cast<double>(stats.cells);
-  std::ostringstream why;
-  why.precision(3);
-  if (per_cell < policy::atomic_min_points_per_cell) {
-    why << per_cell << " points per cell: too few for skipping the CSR to pay (atomic is picked from "
-        << policy::atomic_min_points_per_cell << ")";
-    return {reduce_mode::hybrid, why.str()};
-  }
-  why << "range/min/max/count only, " << stats.cells << " cells (atomic's state stays in L2) and " << per_cell
-      << " points per cell: no CSR to build";
-  return {reduce_mode::atomic, why.str()};
 }
 
 std::string_view csr_method_name(csr_method method) noexcept { return name_in(csr_methods, method); }

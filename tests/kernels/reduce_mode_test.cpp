@@ -52,51 +52,6 @@ TEST(ReduceModeSupport, AtomicHasNoCsrAndNoSums)
   }
 }
 
-TEST(ChooseMode, FollowsItsRules)
-{
-  auto const stats = [](std::uint64_t cells, std::uint64_t points) {
-    cell_count_stats s;
-    s.cells = cells;
-    s.points = points;
-    return s;
-  };
-  auto const range = metric_request::from({metric::range});
-  auto const range_count = metric_request::from({metric::range, metric::count});
-  using policy = auto_mode_policy;
-
-  // 1. mean or stddev: hybrid, whatever the grid.
-  auto c = choose_mode(metric_request::from({metric::range, metric::mean}), stats(1000, 100000));
-  EXPECT_EQ(c.mode, reduce_mode::hybrid);
-  EXPECT_NE(c.reason.find("mean/stddev"), std::string::npos) << c.reason;
-  EXPECT_EQ(choose_mode(metric_request::from({metric::stddev}), stats(1000, 100000)).mode, reduce_mode::hybrid);
-  // 2. atomic only up to auto_mode_policy::atomic_max_cells cells (0 as measured so far: never).
-  c = choose_mode(range_count, stats(1000000, 100000000));
-  EXPECT_EQ(c.mode, 1000000 <= policy::atomic_max_cells ? reduce_mode::atomic : reduce_mode::hybrid) << c.reason;
-  EXPECT_FALSE(c.reason.empty());
-  if (policy::atomic_max_cells > 0) {
-    EXPECT_EQ(choose_mode(range, stats(policy::atomic_max_cells, 100000000)).mode, reduce_mode::atomic);
-  }
-  // 3. otherwise hybrid: too many cells (the 10^8 points over 10^7 cells), or too few points.
-  c = choose_mode(range, stats(10000000, 100000000));
-  EXPECT_EQ(c.mode, reduce_mode::hybrid);
-  EXPECT_EQ(choose_mode(range, stats(policy::atomic_max_cells + 1, 1000000000)).mode, reduce_mode::hybrid);
-  c = choose_mode(range, stats(1000, 1000));
-  EXPECT_EQ(c.mode, reduce_mode::hybrid);
-  if (policy::atomic_max_cells > 0) {
-    EXPECT_NE(choose_mode(range, stats(10000000, 100000000)).reason.find("10000000 cells"), std::string::npos);
-    EXPECT_NE(c.reason.find("points per cell"), std::string::npos) << c.reason;
-  } else {
-    EXPECT_NE(c.reason.find("not picked automatically"), std::string::npos) << c.reason;
-  }
-  EXPECT_EQ(choose_mode(range, stats(0, 0)).mode, reduce_mode::hybrid);
-  // What auto picks, each mode can produce.
-  for (auto const& r : {range, range_count, test::all_metrics()}) {
-    for (std::uint64_t const cells : {0ULL, 1000ULL, 1ULL << 20, 1ULL << 30}) {
-      EXPECT_TRUE(mode_supports(choose_mode(r, stats(cells, 50ULL * cells)).mode, r));
-    }
-  }
-}
-
 TEST(CsrMethodNames, RoundTripAndAreUnique)
 {
   auto const methods = all_csr_methods();

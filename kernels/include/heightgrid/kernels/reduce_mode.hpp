@@ -57,40 +57,9 @@ inline constexpr std::array<reduce_mode_row, 5> reduce_modes{{
 /// reduce_mode_row::supports_sums).
 [[nodiscard]] bool mode_supports(reduce_mode mode, metric_request const& request) noexcept;
 
-/// The CLI name that asks for choose_mode() instead of naming a mode. Not a reduce_mode: it is
-/// resolved before the pipeline runs, and all_modes() does not list it.
+/// The CLI name that leaves the mode to the job: `atomic` for range/min/max/count, `thread` for
+/// mean/stddev (their sums in the CPU's order). Not a reduce_mode: all_modes() does not list it.
 inline constexpr std::string_view auto_mode_name = "auto";
-
-/// The thresholds of choose_mode(), named so that a measurement can move them.
-struct auto_mode_policy {
-  /// `atomic` is picked only while its per-cell state (two 8-byte words, plus a 4-byte count) stays
-  /// a fraction of the H100's 50 MiB L2: then its atomics resolve in L2 and it skips the radix sort
-  /// of every point. Above it, the atomics of a random point order go to DRAM at sector granularity.
-  /// 0: `auto` never picks atomic. On an H100 atomic lost to thread and hybrid on every input
-  /// measured (docs/benchmarks.md: synthetic kinds at 10^8 and 10^9 points, real LAS files);
-  /// raise this only with a measurement where it wins.
-  static constexpr std::uint64_t atomic_max_cells = 0;
-  /// ...and only when the cells hold enough points on average for the sort it saves to matter.
-  static constexpr double atomic_min_points_per_cell = 4.0;
-};
-
-/// A mode and the reason it was picked, for the log.
-struct mode_choice {
-  reduce_mode mode{reduce_mode::hybrid};
-  std::string reason;
-};
-
-/// `--mode auto`. Reads only `stats.cells` and `stats.points` (known before binning, which it must
-/// be: `atomic` skips the CSR, so the choice comes before it is built); the other fields may be 0.
-/// Rules, in order:
-///  1. mean or stddev requested -> hybrid: they need every point of a cell, i.e. the CSR; hybrid is
-///     the CSR mode built to match the better of thread and warp on every distribution.
-///  2. cells <= auto_mode_policy::atomic_max_cells and points / cells >=
-///     auto_mode_policy::atomic_min_points_per_cell -> atomic (no CSR to build).
-///  3. otherwise -> hybrid.
-/// Example: range on 10^8 points over 10^7 cells -> hybrid ("10000000 cells: the atomic state would
-/// not stay in L2"); range,count on 10^8 points over 10^6 cells -> atomic.
-[[nodiscard]] mode_choice choose_mode(metric_request const& request, cell_count_stats const& stats);
 
 /// How the device turns per-point cell ids into a CSR.
 enum class csr_method {
