@@ -264,16 +264,17 @@ class grid_job {
     if (choice == laz_decoder_choice::automatic) {
       using policy = auto_device_policy;
       auto const n = static_cast<double>(points);
-      double const cpu_s = n / (threads_ * policy::laz_cpu_points_per_thread_s);
+      auto const pointwise_n = static_cast<double>(stage->pointwise_point_count());
+      double const cpu_s = (n - pointwise_n) / (threads_ * policy::laz_cpu_points_per_thread_s) +
+                           pointwise_n / (threads_ * policy::laz_cpu_pointwise_points_per_thread_s);
       double gpu_s = 0.0;
       if (!sums_ && !order_ && binner_options().reduction == batch_reduction::atomic) {
         // The records will be binned where they are decoded (bin_band: fold_laz).
-        auto const pointwise = static_cast<double>(stage->pointwise_point_count());
         gpu_s = policy::laz_fold_start_s + n * policy::laz_fold_seconds_per_point +
                 std::max({stage->largest_chunk() * policy::laz_fold_seconds_per_chunk_point,
                           stage->largest_pointwise_chunk() * policy::laz_pointwise_seconds_per_chunk_point,
-                          (n - pointwise) / policy::laz_fold_points_per_s +
-                            pointwise / policy::laz_pointwise_points_per_s});
+                          (n - pointwise_n) / policy::laz_fold_points_per_s +
+                            pointwise_n / policy::laz_pointwise_points_per_s});
       } else {
         double const waves = std::ceil(static_cast<double>(stage->chunk_count()) / policy::laz_gpu_wave_chunks);
         gpu_s = policy::laz_gpu_start_s +

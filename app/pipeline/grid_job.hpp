@@ -73,9 +73,10 @@ struct auto_device_policy {
   static constexpr double laz_fold_seconds_per_point = 0.7e-9;
   static constexpr double laz_fold_seconds_per_chunk_point = 4.9e-6;
   static constexpr double laz_fold_points_per_s = 2.8e8;
-  /// Pointwise chunks (formats 0-3: one serial chain of every item), on the same model.
-  /// docs/benchmarks.md, "Pointwise LAZ on the device".
-  static constexpr double laz_pointwise_points_per_s = 7.0e7;
+  /// Pointwise chunks (formats 0-3: one serial chain of every item), on the same model; the CPU
+  /// decodes them slower than layered ones too. docs/benchmarks.md, "Pointwise LAZ on the device".
+  static constexpr double laz_cpu_pointwise_points_per_thread_s = 2.3e6;
+  static constexpr double laz_pointwise_points_per_s = 9.0e7;
   static constexpr double laz_pointwise_seconds_per_chunk_point = 2.0e-5;
 };
 
