@@ -443,9 +443,9 @@ int run_grid_tiled(grid_options const& o, grid_job_options const& job, std::vect
     grid_job_options rank_job = job;
     rank_job.threads = rank_threads(world, o, job);
     auto s = open_catalogue(o, rank_job, bands, write, paths, tiled_role::coordinator);
-    s.t.remote = &ranks;
     double const setup_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    code = report_tiled(run_tiled_job(s.catalogue, s.open, s.t), s.unopened, start, setup_s, s.catalogue.size(), o);
+    code = report_tiled(run_tiled_job(s.catalogue, s.open, s.t, &ranks), s.unopened, start, setup_s, s.catalogue.size(),
+                        o);
   } catch (...) {
     code = report_failure(std::current_exception());
   }

@@ -176,4 +176,10 @@ class remote_tile_workers {
   [[nodiscard]] virtual std::string local_label() const = 0;
 };
 
+/// run_tiled_job (tiles.hpp) with `remote` workers in other processes (MPI ranks: tiles_mpi.hpp)
+/// gridding tiles beside this process's one worker (the first of `gpus`, or the CPU, with
+/// job.threads threads); null: this process grids every tile with its own workers.
+tiled_job_report run_tiled_job(std::vector<catalogue_entry> const& catalogue, tile_source_opener const& open,
+                               tiled_job_options const& options, remote_tile_workers* remote);
+
 }  // namespace heightgrid::app

@@ -225,11 +225,17 @@ class log_writer {
 tiled_job_report run_tiled_job(std::vector<catalogue_entry> const& catalogue, tile_source_opener const& open,
                                tiled_job_options const& options)
 {
+  return run_tiled_job(catalogue, open, options, nullptr);
+}
+
+tiled_job_report run_tiled_job(std::vector<catalogue_entry> const& catalogue, tile_source_opener const& open,
+                               tiled_job_options const& options, remote_tile_workers* remote)
+{
   auto const start = clock_type::now();
   tiled_job_options o = options;
   tiled_job_report report;
   unsigned const threads = worker_threads(o.job.threads);
-  if (o.remote != nullptr) { o.remote->check_catalogue(catalogue); }
+  if (remote != nullptr) { remote->check_catalogue(catalogue); }
   bounds learnt;  // points found outside every header's bounds
   double plan_s = 0.0;
   double tiles_s = 0.0;
@@ -258,10 +264,10 @@ tiled_job_report run_tiled_job(std::vector<catalogue_entry> const& catalogue, ti
     // Workers: with MPI ranks, one here (on a thread of its own: this thread talks to the ranks)
     // beside theirs; else one per GPU, the cores shared among them; else one worker with every core.
     std::vector<std::unique_ptr<tile_worker>> workers;
-    if (o.remote != nullptr) {
+    if (remote != nullptr) {
       workers.push_back(
         std::make_unique<tile_worker>(o, layout, catalogue, open, o.gpus.empty() ? -1 : o.gpus.front(), threads));
-      workers.front()->set_label(o.remote->local_label());
+      workers.front()->set_label(remote->local_label());
       std::exception_ptr local_failure;
       std::thread local([&] {
         try {
@@ -272,7 +278,7 @@ tiled_job_report run_tiled_job(std::vector<catalogue_entry> const& catalogue, ti
         }
       });
       try {
-        o.remote->run(c, layout, append, progress);
+        remote->run(c, layout, append, progress);
       } catch (...) {
         c.fail(error(error_kind::internal, "MPI: the conversation with the ranks failed"));  // stops the worker here
         local.join();
@@ -298,7 +304,7 @@ tiled_job_report run_tiled_job(std::vector<catalogue_entry> const& catalogue, ti
     for (auto const& w : workers) {
       report.workers.push_back({w->name(), w->tiles(), w->busy_seconds(), w->gpu_seconds()});
     }
-    if (o.remote != nullptr) { o.remote->describe(report); }
+    if (remote != nullptr) { remote->describe(report); }
     if (auto const f = c.fatal()) { throw *f; }
     if (c.replan()) {
       // A point outside every header's grid: the grid grows to hold it, and the job starts over.

@@ -35,8 +35,6 @@
 
 namespace heightgrid::app {
 
-class remote_tile_workers;
-
 /// One input as the catalogue knows it from its header.
 struct catalogue_entry {
   std::string path;                ///< the file ("synthetic ..." for --synth)
@@ -63,10 +61,6 @@ struct tiled_job_options {
   bool skip_bad{false};
   std::vector<int> gpus;           ///< CUDA devices, one tile worker each; empty: one worker
   std::size_t batch_points{default_part_points};  ///< the largest part of any input
-  /// Workers in other processes (MPI ranks: tiles_mpi.hpp) that grid tiles beside this process's
-  /// one worker (the first of `gpus`, or the CPU, with job.threads threads); null: this process
-  /// grids every tile with its own workers.
-  remote_tile_workers* remote{nullptr};
 };
 
 /// How many inputs are unusable and why (--skip-bad).
@@ -104,8 +98,9 @@ struct tiled_job_report {
   int replans{0};
 };
 
-/// Runs a tiled job over `catalogue`. Throws heightgrid::error; with skip_bad, an input that fails
-/// to open or read is left out of every tile and listed in the report instead.
+/// Runs a tiled job over `catalogue` on this process's workers. Throws heightgrid::error; with
+/// skip_bad, an input that fails to open or read is left out of every tile and listed in the report
+/// instead. (With workers in other processes too: tile_work.hpp.)
 tiled_job_report run_tiled_job(std::vector<catalogue_entry> const& catalogue, tile_source_opener const& open,
                                tiled_job_options const& options);
 
