@@ -88,6 +88,21 @@ class cpu_bulk_decoder final : public bulk_chunk_decoder {
 
 std::string data_file(char const* name) { return (test::data_dir() / name).string(); }
 
+/// The offloaded source's parts equal the source's own decoding, with every point kept and with
+/// the default filters (a read each).
+void expect_same_parts(part_source& own, part_source& offloaded)
+{
+  for (auto const& filter : {filter_options::keep_all(), filter_options{}}) {
+    parts_read const want = read_parts(own, filter);
+    parts_read const got = read_parts(offloaded, filter);
+    EXPECT_EQ(got.points.x, want.points.x);
+    EXPECT_EQ(got.points.y, want.points.y);
+    EXPECT_EQ(got.points.z, want.points.z);
+    EXPECT_EQ(got.total.filtered.points_in, want.total.filtered.points_in);
+    EXPECT_EQ(got.total.filtered.removed(), want.total.filtered.removed());
+  }
+}
+
 TEST(las_parts_offload, pointwise_parts_from_bulk_records_equal_the_sources_own_decoding)
 {
   // Pointwise LAZ hands out whole 20-byte point10 records: Z, the filters' fields and any point10
@@ -109,15 +124,7 @@ TEST(las_parts_offload, pointwise_parts_from_bulk_records_equal_the_sources_own_
         ASSERT_TRUE(offloaded->offload_chunks(&bulk));
         EXPECT_TRUE(bulk.format_.pointwise);
         EXPECT_EQ(bulk.format_.decoded_bytes(), 20U);
-        for (auto const& filter : {filter_options::keep_all(), filter_options{}}) {
-          parts_read const want = read_parts(*own, filter);
-          parts_read const got = read_parts(*offloaded, filter);
-          EXPECT_EQ(got.points.x, want.points.x);
-          EXPECT_EQ(got.points.y, want.points.y);
-          EXPECT_EQ(got.points.z, want.points.z);
-          EXPECT_EQ(got.total.filtered.points_in, want.total.filtered.points_in);
-          EXPECT_EQ(got.total.filtered.removed(), want.total.filtered.removed());
-        }
+        expect_same_parts(*own, *offloaded);
         EXPECT_EQ(bulk.released_, bulk.asked_);
       }
     }
@@ -137,15 +144,7 @@ TEST(las_parts_offload, layered_parts_from_bulk_records_equal_the_sources_own_de
         cpu_bulk_decoder bulk(path);
         ASSERT_TRUE(offloaded->offload_chunks(&bulk));
         EXPECT_GT(bulk.format_.layer_count, 8U);
-        for (auto const& filter : {filter_options::keep_all(), filter_options{}}) {
-          parts_read const want = read_parts(*own, filter);
-          parts_read const got = read_parts(*offloaded, filter);
-          EXPECT_EQ(got.points.x, want.points.x);
-          EXPECT_EQ(got.points.y, want.points.y);
-          EXPECT_EQ(got.points.z, want.points.z);
-          EXPECT_EQ(got.total.filtered.points_in, want.total.filtered.points_in);
-          EXPECT_EQ(got.total.filtered.removed(), want.total.filtered.removed());
-        }
+        expect_same_parts(*own, *offloaded);
         // Every chunk asked for once a read (two filters), each released.
         EXPECT_EQ(bulk.asked_, 2 * bulk.chunks_.size());
         EXPECT_EQ(bulk.released_, bulk.asked_);
