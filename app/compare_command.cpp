@@ -314,6 +314,8 @@ int run_compare(compare_options const& o)
   // Order statistics: the reduce modes compute the other bands, the GPU sorts and cpu these.
   HG_EXPECTS(!request.density, error_kind::usage,
              "--metrics density: compare measures the reductions; grid writes density (count / cell area)");
+  HG_EXPECTS(!request.needs_tags(), error_kind::usage,
+             "--metrics count:CLASSES, first, last: compare measures the reductions of z; grid writes these counts");
   metric_request reduce_request = request;
   reduce_request.percentiles.clear();
   reduce_request.prange = false;

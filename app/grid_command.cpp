@@ -414,8 +414,10 @@ int run_grid(grid_options const& given)
   std::optional<io::raster_data_type> output_type;
   if (!o.output_type.empty()) {
     output_type = io::parse_raster_data_type(o.output_type);
-    HG_EXPECTS(*output_type != io::raster_data_type::uint32 || (metrics.size() == 1 && metrics.front() == metric::count),
-            error_kind::usage, "--ot UInt32 holds the count band alone; --metrics asks for '" + o.metrics + "'");
+    bool const counts = std::all_of(metrics.begin(), metrics.end(), [](metric m) { return m.is_count_like(); });
+    HG_EXPECTS(*output_type != io::raster_data_type::uint32 || counts, error_kind::usage,
+               "--ot UInt32 holds count bands alone (count, count:CLASSES, first, last); --metrics asks for '" +
+                 o.metrics + "'");
   }
   // Until the output's extension is read (after the checks that name the output itself, such as
   // an output that is an input); a tiled output's -o is a directory and its tiles are .tif.

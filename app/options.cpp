@@ -140,7 +140,8 @@ void add_metrics_option(CLI::App& cmd, std::string& metrics, std::string const& 
                  what + ": range,min,max,count,mean,stddev, pNN (a percentile 0-100, e.g. p95, p2.5), median, "
                         "prange (robust range, see --prange), skewness, kurtosis, cover (share above --cover-above), "
                         "above:H (share above H), zbin:H1,H2,... (share in each slice [Hi, Hi+1), a band each), "
-                        "entropy (lidR's, 1-unit bins), density (points per square unit)")
+                        "entropy (lidR's, 1-unit bins), density (points per square unit), count:CLASSES (points of "
+                        "these ASPRS classes, e.g. count:2 or count:3,4,5), first / last (first / last returns)")
     ->default_val("range");
 }
 

@@ -92,7 +92,7 @@ class array_part_source final : public part_source {
 /// The grid's rows collected into one numpy-ready buffer per band.
 class array_output final : public app::grid_output {
  public:
-  explicit array_output(std::vector<metric> bands) : bands_(std::move(bands)) {}
+  array_output(std::vector<metric> bands, float nodata) : bands_(std::move(bands)), nodata_(nodata) {}
 
   void begin(grid_spec const& grid, std::uint64_t) override
   {
@@ -114,6 +114,12 @@ class array_output final : public app::grid_output {
     for (std::size_t b = 0; b < bands_.size(); ++b) {
       if (bands_[b] == metric::count) {
         std::copy(w.count.begin(), w.count.end(), counts_.begin() + static_cast<std::ptrdiff_t>(at));
+      } else if (bands_[b].is_tag_count()) {
+        // A float32 band, as in a GeoTIFF with other bands: nodata where the cell is empty.
+        auto const& tags = w.tag_column(bands_[b]);
+        for (std::size_t i = 0; i < tags.size(); ++i) {
+          values_[b][at + i] = tags[i] == tag_empty ? nodata_ : static_cast<float>(tags[i]);
+        }
       } else {
         copy(w.float_column(bands_[b]), b, at);  // every float band, percentiles included
       }
@@ -149,6 +155,7 @@ class array_output final : public app::grid_output {
   }
 
   std::vector<metric> bands_;
+  float nodata_;
   grid_spec grid_;
   std::vector<std::vector<float>> values_;
   std::vector<std::uint32_t> counts_;
@@ -237,7 +244,7 @@ py::dict grid_arrays(double_array x, double_array y, double_array z, common_args
     std::string const wkt = crs.empty() ? std::string() : io::crs_from_user_input(crs);
     std::vector<std::unique_ptr<part_source>> sources;
     sources.push_back(std::make_unique<array_part_source>(std::move(x), std::move(y), std::move(z), chunk_points));
-    array_output out(bands);
+    array_output out(bands, job.nodata);
     app::grid_job_report r;
     {
       py::gil_scoped_release unlocked;  // the arrays are held by the source; workers read them
@@ -270,7 +277,7 @@ py::dict grid_files(std::vector<std::string> const& paths, common_args const& a,
     for (auto const& s : opened.sources) {
       if (wkt.empty()) { wkt = s->info().crs_wkt; }
     }
-    array_output out(bands);
+    array_output out(bands, job.nodata);
     app::grid_job_report r;
     {
       py::gil_scoped_release unlocked;

@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
-"""The shape metrics and density of `heightgrid grid` against an independent reference: numpy and
-scipy over the points of each cell (issue #38).
+"""The shape metrics, density and tagged counts of `heightgrid grid` against an independent reference:
+numpy and scipy over the points of each cell (issue #38).
 
 For each input (the LAS files of ../shared/data/real, LAZ too when laspy can read them, and synthetic
 clouds written here), heightgrid grids the points with --keep-all and
 
-  count, skewness, kurtosis, cover (--cover-above H), above:A, zbin:..., entropy, density
+  count, skewness, kurtosis, cover (--cover-above H), above:A, zbin:..., entropy, density,
+  count:2, count:1,3,4,5, first, last
 
 and the script puts the same points in the same cells (col = floor((x - x0) / xres), row =
 floor((y0 - y) / yres), the count band must agree exactly) and checks every cell:
   - count, cover, above, zbin and density bit for bit: float32(numpy.mean(z > H)) and so on;
+  - count:CLASSES, first and last exactly: the cell's points of those classes (ASPRS classification
+    as the record stores it), of return number <= 1, of return number >= number of returns;
   - skewness and kurtosis (scipy.stats.skew / kurtosis, their defaults: biased, Fisher) to the
     rounding of a float64 within 64 eps of scipy's, relative to the scale of the moment sums
     (mean |z - mean|^3 / m2^1.5, mean (z - mean)^4 / m2^2) times the centring's amplification
@@ -46,11 +49,13 @@ HEIGHTS = dict(cover=2.0, above=5.0, zbin=[0.0, 1.0, 2.5, 10.0, 30.0])
 
 
 def read_las(path):
-    """x, y, z of every point of an uncompressed LAS file (or, through laspy, a LAZ file)."""
+    """x, y, z, class, return number, number of returns of every point of an uncompressed LAS file
+    (or, through laspy, a LAZ file)."""
     if path.lower().endswith(".laz"):
         import laspy  # noqa: PLC0415 (optional)
         las = laspy.read(path)
-        return np.asarray(las.x), np.asarray(las.y), np.asarray(las.z)
+        return (np.asarray(las.x), np.asarray(las.y), np.asarray(las.z), np.asarray(las.classification),
+                np.asarray(las.return_number), np.asarray(las.number_of_returns))
     with open(path, "rb") as f:
         head = f.read(375)
         data_offset = struct.unpack_from("<I", head, 96)[0]
@@ -59,17 +64,23 @@ def read_las(path):
         scale = struct.unpack_from("<3d", head, 131)
         offset = struct.unpack_from("<3d", head, 155)
         minor = head[25]
+        point_format = head[104] & 0x3F
         if minor >= 4 and count == 0:
             count = struct.unpack_from("<Q", head, 247)[0]
         f.seek(data_offset)
         raw = np.frombuffer(f.read(count * record), dtype=np.uint8).reshape(count, record)
     xyz = raw[:, :12].copy().view("<i4").reshape(count, 3).astype(np.float64)
+    if point_format >= 6:  # the ASPRS layout of formats 6-10
+        returns, number, classes = raw[:, 14] & 0x0F, raw[:, 14] >> 4, raw[:, 16]
+    else:
+        returns, number, classes = raw[:, 14] & 0x07, (raw[:, 14] >> 3) & 0x07, raw[:, 15] & 0x1F
     # LAS's rule, a multiply then an add in double, as heightgrid applies it.
-    return tuple(xyz[:, k] * scale[k] + offset[k] for k in range(3))
+    return tuple(xyz[:, k] * scale[k] + offset[k] for k in range(3)) + (classes, returns, number)
 
 
-def write_las(path, x, y, z, scale=0.01):
-    """A LAS 1.2 file of point format 0 (20-byte records) holding x, y, z at `scale`."""
+def write_las(path, x, y, z, scale=0.01, classes=None, returns=None):
+    """A LAS 1.2 file of point format 0 (20-byte records) holding x, y, z at `scale`, the classes and
+    (return number, number of returns) given (default: class 0, return 1 of 1)."""
     n = len(x)
     X = np.round(x / scale).astype("<i4")
     Y = np.round(y / scale).astype("<i4")
@@ -89,7 +100,12 @@ def write_las(path, x, y, z, scale=0.01):
     struct.pack_into("<6d", header, 179, xs.max(), xs.min(), ys.max(), ys.min(), zs.max(), zs.min())
     records = np.zeros((n, 20), dtype=np.uint8)
     records[:, 0:12] = np.stack([X, Y, Z], axis=1).view(np.uint8).reshape(n, 12)
-    records[:, 14] = 0x09  # return 1 of 1
+    if returns is None:
+        records[:, 14] = 0x09  # return 1 of 1
+    else:
+        records[:, 14] = (returns[0] & 0x07) | ((returns[1] & 0x07) << 3)
+    if classes is not None:
+        records[:, 15] = classes & 0x1F
     with open(path, "wb") as f:
         f.write(header)
         f.write(records.tobytes())
@@ -113,7 +129,10 @@ def synthetic(folder):
     paths = []
     for name, xs, ys, zs in out:
         p = os.path.join(folder, f"synthetic_{name}.las")
-        write_las(p, xs, ys, zs)
+        k = len(xs)
+        # Classes 0-9 and returns r of n (0 <= r <= n <= 5: zeros and r > n too, as real files have).
+        number = rng.integers(0, 6, k)
+        write_las(p, xs, ys, zs, classes=rng.integers(0, 10, k), returns=(rng.integers(0, 7, k) % (number + 2), number))
         paths.append(p)
     return paths
 
@@ -134,7 +153,17 @@ def entropy_lidr(z):
 
 def metrics_list():
     zbin = ",".join(f"{h:g}" for h in HEIGHTS["zbin"])
-    return f"count,skewness,kurtosis,cover,above:{HEIGHTS['above']:g},zbin:{zbin},entropy,density"
+    return (f"count,skewness,kurtosis,cover,above:{HEIGHTS['above']:g},zbin:{zbin},entropy,density,"
+            f"{','.join(TAGGED)}")
+
+
+# The tagged counts: a band name and which points it counts (class, return number, number of returns).
+TAGGED = {
+    "count:2": lambda c, r, n: c == 2,
+    "count:1,3,4,5": lambda c, r, n: np.isin(c, [1, 3, 4, 5]),
+    "first": lambda c, r, n: r <= 1,
+    "last": lambda c, r, n: r >= n,
+}
 
 
 def grid(exe, path, res, device, out):
@@ -160,12 +189,14 @@ def float32_near(ours, ref64, tolerance):
 
 
 def check(exe, path, res, device, scratch):
-    x, y, z = read_las(path)
+    x, y, z, classes, returns, number = read_las(path)
     gt, cols, rows, bands = grid(exe, path, res, device, os.path.join(scratch, "out"))
     col = np.floor((x - gt[0]) / gt[1]).astype(np.int64)
     row = np.floor((gt[3] - y) / -gt[5]).astype(np.int64)
     inside = (col >= 0) & (col < cols) & (row >= 0) & (row < rows)
     cell = row[inside] * cols + col[inside]
+    tagged = {name: np.bincount(cell[kind(classes[inside], returns[inside], number[inside])], minlength=cols * rows)
+              for name, kind in TAGGED.items()}
     zs = z[inside]
     order = np.lexsort((zs, cell))
     cell, zs = cell[order], zs[order]
@@ -190,6 +221,9 @@ def check(exe, path, res, device, scratch):
             for c in np.flatnonzero(empty & ~np.isnan(band))[:5]:
                 expect(k, int(c), False, band[c], "nodata")
     cells = np.flatnonzero(~empty)
+    for name, want in tagged.items():
+        for c in np.flatnonzero(~empty & (flat[name] != want))[:5]:
+            expect(name, int(c), False, flat[name][c], int(want[c]))
     for c in cells:
         v = zs[starts[c]:starts[c + 1]]
         n = v.size

@@ -89,7 +89,8 @@ class grid_job {
  public:
   grid_job(std::vector<std::unique_ptr<part_source>> const& sources, grid_job_options const& o, grid_output& output,
            std::shared_ptr<gpu_stage> gpu)
-    : all_(source_pointers(sources)), o_(o), output_(output), gpu_(std::move(gpu)), rules_(o.filter),
+    : all_(source_pointers(sources)), o_(o), output_(output), gpu_(std::move(gpu)),
+      rules_(o.filter, tag_table::of(o.request.tags)),
       threads_(worker_threads(o.threads)), batch_points_(largest_part(all_))
   {
     acc_request_ = o.request;
@@ -214,7 +215,9 @@ class grid_job {
   /// and the job lets the CPU bin while CUDA starts.
   bool may_share_with_cpu() const
   {
-    return o_.cpu_while_gpu_starts && !sums_ && !order_ && binner_options().reduction == batch_reduction::atomic;
+    // Tagged counts would need both sides' counts merged per band: the GPU alone keeps them.
+    return o_.cpu_while_gpu_starts && !sums_ && !order_ && !o_.request.needs_tags() &&
+           binner_options().reduction == batch_reduction::atomic;
   }
 
   /// The cooperative route of a job whose size is known: the CPU bins the batches read while CUDA
@@ -715,7 +718,8 @@ class grid_job {
 
   std::uint64_t max_count_bound(int bands)
   {
-    if (!o_.request.count) { return 0; }
+    // Tagged counts are at most their cell's count: one bound for every count-like band.
+    if (!o_.request.count && !o_.request.needs_tags()) { return 0; }
     if (bands > 1) {
       // Rows are written before later bands are binned: bound by every point of the job.
       std::uint64_t const known = known_points();
@@ -808,6 +812,14 @@ class grid_job {
       } else {
         auto const view = merged_window(band, r, rows, scratch);
         f.window = finalize_window(view, 0, band.grid.cols, rows, out_grid.cols, fin, o_.nodata, &f.counts);
+        if (fin.needs_tags()) {
+          // Both sides' tagged counts of the window's rows, summed (only a GPU that failed mid-pass
+          // leaves tagged points on both: the cooperative route keeps them on the GPU alone).
+          std::vector<std::uint32_t> tags(view.cells * fin.tags.size());
+          gpu_->binner().download_tags(r, rows, tags.data());
+          host_->add_tags_into(tags.data(), std::uint64_t{r} * band.grid.cols, view.cells);
+          finalize_tag_window(tags.data(), view, 0, band.grid.cols, rows, out_grid.cols, fin, f.window);
+        }
       }
       f.window.add_density(fin, o_.nodata);
       return f;

@@ -33,7 +33,7 @@ class above_ground_source final : public part_source {
   {
     // The inner source's points into a scratch batch of this thread, then the heights into `out`.
     thread_local std::vector<double> scratch;
-    scratch.resize(3 * inner_->max_part_points());
+    scratch.resize(batch_bytes(inner_->max_part_points()) / sizeof(double));
     point_batch in;
     in.data = scratch.data();
     in.capacity = inner_->max_part_points();
@@ -53,6 +53,7 @@ class above_ground_source final : public part_source {
       out.x()[n] = x;
       out.y()[n] = y;
       out.z()[n] = z;
+      if (in.tagged) { out.tags()[n] = in.tags()[i]; }
       ++n;
       kept.extent.extend(x, y);
       kept.z_min = z < kept.z_min ? z : kept.z_min;
@@ -60,6 +61,7 @@ class above_ground_source final : public part_source {
     }
     out.size = n;
     out.encoding = coord_encoding::float64;
+    out.tagged = in.tagged;
     return kept;
   }
 

@@ -48,7 +48,7 @@ class sequential_part_source final : public part_source {
     bool const more = source_->read(chunk_, part_points_);
     r.last = !more;
     apply_filter(rules, chunk_, r.filtered);
-    copy_to_batch(chunk_, out, r);
+    copy_to_batch(chunk_, out, r, &rules, info_.path);
     return r;
   }
 

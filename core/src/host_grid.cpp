@@ -317,6 +317,30 @@ void keep_points(grid_band const& band, point_batch const& b, order_store& store
   if (!cells.empty()) { store.append(std::move(cells), std::move(z)); }
 }
 
+/// Adds the tagged points of `b` to their cells' tag counts (band k's counts at tags + k * cells):
+/// one relaxed atomic add a band a tagged point, exact whatever the order and the threads.
+void add_tag_counts(grid_band const& band, point_batch const& b, std::uint32_t* tags, std::uint64_t cells)
+{
+  if (tags == nullptr || !b.tagged) { return; }
+  constexpr std::size_t block = 1024;
+  std::array<std::uint32_t, block> cell;
+  std::uint8_t const* const tag = b.tags();
+  for (std::size_t first = 0; first < b.size; first += block) {
+    std::size_t const n = std::min(block, b.size - first);
+    band_cells(band, b, first, n, cell.data());
+    for (std::size_t k = 0; k < n; ++k) {
+      std::uint32_t const c = cell[k];
+      unsigned t = tag[first + k];
+      if (c >= skip_key || t == 0) { continue; }
+      while (t != 0) {
+        auto const bit = static_cast<unsigned>(__builtin_ctz(t));
+        __atomic_fetch_add(tags + bit * cells + c, 1U, __ATOMIC_RELAXED);
+        t &= t - 1;
+      }
+    }
+  }
+}
+
 void keep_batch(grid_band const& band, point_batch const& b, order_store* store)
 {
   if (store == nullptr) { return; }
@@ -335,7 +359,7 @@ host_grid::host_grid(grid_band const& band, metric_request const& request, std::
   std::uint64_t const cells = band.cells();
   bool const sums = request.needs_sums();
   bool const m2 = request.stddev;
-  bool const counted = request.count || sums || request.needs_order();
+  bool const counted = request.needs_counts();
   // {lo, hi} pairs | sum | m2 (8-byte fields) first, count (4-byte) last: every array stays aligned,
   // and a pair never straddles a cache line.
   std::size_t const words = 2 + (sums ? 1 : 0) + (m2 ? 1 : 0);
@@ -375,12 +399,25 @@ host_grid::host_grid(grid_band const& band, metric_request const& request, std::
     }
     words_ = static_cast<std::uint64_t*>(w);
   }
+  tag_bands_ = request.tags.size();
+  if (tag_bands_ > 0 && cells > 0) {
+    tags_bytes_ = static_cast<std::size_t>(cells) * tag_bands_ * sizeof(std::uint32_t);
+    void* t = ::mmap(nullptr, tags_bytes_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (t == MAP_FAILED) {
+      ::munmap(memory_, bytes_);
+      throw error(error_kind::resource, "cannot map " + std::to_string(tags_bytes_ >> 20) +
+                                          " MiB for the tagged counts of " + std::to_string(cells) +
+                                          " cells; choose a coarser resolution (--res) or a smaller --memory share");
+    }
+    tags_ = static_cast<std::uint32_t*>(t);
+  }
 }
 
 host_grid::~host_grid()
 {
   if (memory_ != nullptr) { ::munmap(memory_, bytes_); }
   if (words_ != nullptr) { ::munmap(words_, words_bytes_); }
+  if (tags_ != nullptr) { ::munmap(tags_, tags_bytes_); }
 }
 
 void host_grid::prefault(bool integers)
@@ -416,6 +453,7 @@ batch_binning host_grid::add_batch(point_batch const& batch)
   HG_EXPECTS(batch.encoding != coord_encoding::las_records, error_kind::internal,
              "host_grid::add_batch: raw LAS records must be decoded first (decode_las_records)");
   keep_batch(band_, batch, order_.get());
+  add_tag_counts(band_, batch, tags_, acc_.cells);
   bool const f64 = batch.encoding == coord_encoding::float64;
   if (words_ != nullptr && !f64 && z_rule_of_words(batch.transform)) { return add_points_words(band_, words_, batch); }
   if (words_ != nullptr && !pairs_used_.load(std::memory_order_relaxed)) {
@@ -436,6 +474,7 @@ void host_grid::reduce_batch(point_batch const& batch, batch_partials& out) cons
   HG_EXPECTS(batch.encoding != coord_encoding::las_records, error_kind::internal,
              "host_grid::reduce_batch: raw LAS records must be decoded first (decode_las_records)");
   keep_batch(band_, batch, order_.get());
+  add_tag_counts(band_, batch, tags_, acc_.cells);
   if (batch.encoding == coord_encoding::float64) {
     reduce_points<coord_encoding::float64>(band_, sums, m2, batch, out);
   } else {
@@ -533,6 +572,11 @@ cell_results host_grid::finalize_rows(std::uint32_t row0, std::uint32_t rows, st
     if (!order_->finalized()) { order_->finalize(acc_.count, acc_.cells, request, nodata); }
     order_->copy_window(std::uint64_t{row0} * band_.grid.cols, band_.grid.cols, rows, cols, request, r);
   }
+  if (request.needs_tags()) {
+    HG_EXPECTS(tags_ != nullptr || acc_.cells == 0, error_kind::internal,
+               "host_grid::finalize_rows: tagged counts of a grid that kept none");
+    finalize_tag_window(tags_, acc_, std::uint64_t{row0} * band_.grid.cols, band_.grid.cols, rows, cols, request, r);
+  }
   return r;
 }
 
@@ -571,6 +615,17 @@ cell_results host_grid::finalize_words(std::uint32_t row0, std::uint32_t rows, s
   return r;
 }
 
+void host_grid::add_tags_into(std::uint32_t* out, std::uint64_t first, std::uint64_t cells) const
+{
+  HG_EXPECTS(first + cells <= acc_.cells, error_kind::internal, "host_grid::add_tags_into: window outside the grid");
+  if (tags_ == nullptr) { return; }
+  for (std::size_t b = 0; b < tag_bands_; ++b) {
+    std::uint32_t const* const from = tags_ + b * acc_.cells + first;
+    std::uint32_t* const to = out + b * cells;
+    for (std::uint64_t i = 0; i < cells; ++i) { to[i] += from[i]; }
+  }
+}
+
 std::uint64_t host_grid::total_count() const
 {
   HG_EXPECTS(keeps_counts(), error_kind::internal, "host_grid::total_count: a grid that keeps no counts");
@@ -589,6 +644,27 @@ std::uint32_t host_grid::max_count() const
 #pragma omp parallel for reduction(max : largest) schedule(static)
   for (std::int64_t i = 0; i < n; ++i) { largest = std::max(largest, acc_.count[i]); }
   return largest;
+}
+
+void finalize_tag_window(std::uint32_t const* tags, accumulator_view const& acc, std::uint64_t first_cell,
+                         std::uint32_t acc_cols, std::uint32_t rows, std::uint32_t cols, metric_request const& request,
+                         cell_results& out)
+{
+  std::size_t const cells = std::size_t{rows} * cols;
+  out.size_tag_columns(request, cells);
+  auto const nrows = static_cast<std::int64_t>(rows);
+  for (std::size_t b = 0; b < request.tags.size(); ++b) {
+    std::uint32_t const* const band = tags + b * acc.cells;
+    std::uint32_t* const to = out.tag[b].data();
+#pragma omp parallel for schedule(static)
+    for (std::int64_t row = 0; row < nrows; ++row) {
+      std::uint64_t const in = first_cell + static_cast<std::uint64_t>(row) * acc_cols;
+      std::uint64_t const o = static_cast<std::uint64_t>(row) * cols;
+      for (std::uint32_t col = 0; col < cols; ++col) {
+        to[o + col] = cell_count(acc, in + col) == 0 ? tag_empty : band[in + col];
+      }
+    }
+  }
 }
 
 cell_results finalize_window(accumulator_view const& acc, std::uint64_t first_cell, std::uint32_t acc_cols,

@@ -38,7 +38,7 @@ struct metric_row {
   std::string_view description;  ///< written into the band metadata (pNN and prange build theirs)
 };
 /// The metrics with fixed names, in the order of the usage message (pNN has no row: it is parsed).
-constexpr std::array<metric_row, 13> metrics{{
+constexpr std::array<metric_row, 15> metrics{{
   {metric::range, "range", "height range (max z - min z)"},
   {metric::min, "min", "minimum z"},
   {metric::max, "max", "maximum z"},
@@ -52,7 +52,34 @@ constexpr std::array<metric_row, 13> metrics{{
   {metric::cover(), "cover", ""},
   {metric::entropy, "entropy", "normalised entropy of z in 1-unit bins from 0 (lidR's entropy(z, by = 1))"},
   {metric::density, "density", "points per square unit of the cell"},
+  {metric::first_returns, "first", "number of first returns (return number 1)"},
+  {metric::last_returns, "last", "number of last returns (return number = number of returns)"},
 }};
+
+/// The classes of a count:CLASSES band, increasing ("2", "3,4,5").
+std::string class_list(metric m, char const* separator)
+{
+  std::string out;
+  for (unsigned c = 0; c < 256; ++c) {
+    if (!m.has_class(c)) { continue; }
+    if (!out.empty()) { out += separator; }
+    out += std::to_string(c);
+  }
+  return out;
+}
+
+/// A class number: 0..255, digits only.
+std::optional<unsigned> class_number(std::string_view text) noexcept
+{
+  if (text.empty() || text.size() > 3) { return std::nullopt; }
+  unsigned v = 0;
+  for (char const c : text) {
+    if (c < '0' || c > '9') { return std::nullopt; }
+    v = v * 10 + static_cast<unsigned>(c - '0');
+  }
+  if (v > 255) { return std::nullopt; }
+  return v;
+}
 
 /// A decimal with an optional sign ("-1.5", "2", "+3"), as the heights of above: and zbin: are.
 std::optional<double> signed_decimal(std::string_view text) noexcept;
@@ -109,6 +136,7 @@ std::string metric_name(metric m)
     case metric_kind::above: return "above:" + height_name(m.p);
     case metric_kind::zbin: return "zbin:" + height_name(m.p) + ".." + height_name(m.q);
     case metric_kind::cover: return "cover";
+    case metric_kind::class_count: return "count:" + class_list(m, ",");
     default: return std::string(name_in(metrics, m));
   }
 }
@@ -126,6 +154,7 @@ std::string metric_description(metric m, double prange_lo, double prange_hi)
     case metric_kind::cover: return "share of points above " + height_name(m.p) + " (--cover-above)";
     case metric_kind::above: return "share of points above " + height_name(m.p);
     case metric_kind::zbin: return "share of points with " + height_name(m.p) + " <= z < " + height_name(m.q);
+    case metric_kind::class_count: return "number of points of class " + class_list(m, ", ");
     default: break;
   }
   auto const* row = row_in(metrics, m);
@@ -182,6 +211,30 @@ std::vector<metric> parse_metric_list(std::string_view list)
       pos = end + 1;
       continue;
     }
+    if (name.substr(0, 6) == "count:") {
+      // count:C1,C2,...: the class numbers up to the next name.
+      std::vector<unsigned> classes;
+      std::string_view token = name.substr(6);
+      std::size_t end = comma;
+      for (;;) {
+        auto const c = class_number(token);
+        HG_EXPECTS(c.has_value(), error_kind::usage,
+                   "--metrics: count: '" + std::string(token) +
+                     "' is not a class (count:C1,C2,... takes ASPRS class numbers from 0 to 255, e.g. count:2 or count:3,4,5)");
+        HG_EXPECTS(std::find(classes.begin(), classes.end(), *c) == classes.end(), error_kind::usage,
+                   "--metrics: count: class " + std::to_string(*c) + " is listed twice");
+        classes.push_back(*c);
+        if (end >= list.size() || !class_number(next_token(end + 1))) { break; }
+        token = next_token(end + 1);
+        end = std::min(list.find(',', end + 1), list.size());
+      }
+      auto const m = metric::class_count(classes.begin(), classes.end());
+      HG_EXPECTS(std::find(out.begin(), out.end(), m) == out.end(), error_kind::usage,
+                 "--metrics: metric '" + metric_name(m) + "' is listed twice");
+      out.push_back(m);
+      pos = end + 1;
+      continue;
+    }
     auto const m = parse_metric(name);
     bool const percentile_like = !name.empty() && name.front() == 'p' && name != "prange";
     HG_EXPECTS(m.has_value(), error_kind::usage,
@@ -191,12 +244,16 @@ std::vector<metric> parse_metric_list(std::string_view list)
               : name.substr(0, 6) == "above:"
                   ? "--metrics: '" + std::string(name) + "': above:H takes a height (e.g. above:2)"
                   : "--metrics: unknown metric '" + std::string(name) + "' (expected a comma-separated list of " +
-                      names_in(metrics, ", ") + ", pNN, above:H, zbin:H1,H2,...)");
+                      names_in(metrics, ", ") + ", pNN, above:H, zbin:H1,H2,..., count:CLASSES)");
     HG_EXPECTS(std::find(out.begin(), out.end(), *m) == out.end(), error_kind::usage,
             "--metrics: metric '" + std::string(name) + "' is listed twice");
     out.push_back(*m);
     pos = comma + 1;
   }
+  auto const tagged = std::count_if(out.begin(), out.end(), [](metric m) { return m.is_tag_count(); });
+  HG_EXPECTS(static_cast<std::size_t>(tagged) <= max_tag_bands, error_kind::usage,
+             "--metrics: at most " + std::to_string(max_tag_bands) + " bands of count:CLASSES, first and last (" +
+               std::to_string(tagged) + " asked for)");
   return out;
 }
 
@@ -246,8 +303,15 @@ metric_request metric_request::from(std::vector<metric> const& metrics, double p
         r.density = true;
         r.count = true;
         break;
+      case metric_kind::class_count:
+      case metric_kind::first:
+      case metric_kind::last:
+        if (std::find(r.tags.begin(), r.tags.end(), m) == r.tags.end()) { r.tags.push_back(m); }
+        break;
     }
   }
+  HG_EXPECTS(r.tags.size() <= max_tag_bands, error_kind::usage,
+             "--metrics: at most " + std::to_string(max_tag_bands) + " bands of count:CLASSES, first and last");
   return r;
 }
 
@@ -290,9 +354,27 @@ column<float> const& cell_results::float_column(metric m) const
       }
       break;
     case metric_kind::density: return density;
-    case metric_kind::count: break;
+    case metric_kind::count:
+    case metric_kind::class_count:
+    case metric_kind::first:
+    case metric_kind::last: break;
   }
   throw error(error_kind::internal, "cell_results: no float column for " + metric_name(m));
+}
+
+column<std::uint32_t> const& cell_results::tag_column(metric m) const
+{
+  for (std::size_t k = 0; k < tag_of.size() && k < tag.size(); ++k) {
+    if (tag_of[k] == m) { return tag[k]; }
+  }
+  throw error(error_kind::internal, "cell_results: no count column for " + metric_name(m));
+}
+
+void cell_results::size_tag_columns(metric_request const& request, std::size_t cells)
+{
+  tag.resize(request.tags.size());
+  tag_of = request.tags;
+  for (auto& column : tag) { column.resize(cells); }
 }
 
 std::size_t metric_request::percentile_slot(double p) const noexcept

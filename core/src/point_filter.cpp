@@ -1,5 +1,7 @@
 #include "heightgrid/core/point_filter.hpp"
 
+#include "heightgrid/core/error.hpp"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -15,8 +17,37 @@ filter_options filter_options::keep_all()
   return o;
 }
 
-filter_rules::filter_rules(filter_options const& options)
+tag_table tag_table::of(std::vector<metric> const& tags)
 {
+  tag_table t{};
+  HG_EXPECTS(tags.size() <= max_tag_bands, error_kind::internal, "tag_table: more than 8 tagged count bands");
+  for (std::size_t b = 0; b < tags.size(); ++b) {
+    auto const bit = static_cast<std::uint8_t>(1U << b);
+    switch (tags[b].kind) {
+      case metric_kind::class_count:
+        for (unsigned c = 0; c < 256; ++c) {
+          if (tags[b].has_class(c)) { t.by_class[c] = static_cast<std::uint8_t>(t.by_class[c] | bit); }
+        }
+        t.needs_class = true;
+        break;
+      case metric_kind::first:
+        t.first = static_cast<std::uint8_t>(t.first | bit);
+        t.needs_returns = true;
+        break;
+      case metric_kind::last:
+        t.last = static_cast<std::uint8_t>(t.last | bit);
+        t.needs_returns = true;
+        break;
+      default: throw error(error_kind::internal, "tag_table: " + metric_name(tags[b]) + " is not a tagged count");
+    }
+  }
+  t.any = !tags.empty();
+  return t;
+}
+
+filter_rules::filter_rules(filter_options const& options, tag_table const& tags)
+{
+  t_.tags = tags;
   t_.drop_withheld = options.drop_withheld;
   t_.check_returns = options.returns != return_filter::all;
   t_.returns = options.returns;

@@ -6,11 +6,29 @@
 
 namespace heightgrid {
 
-void copy_to_batch(point_chunk const& chunk, point_batch& out, part_result& r)
+void copy_to_batch(point_chunk const& chunk, point_batch& out, part_result& r, filter_rules const* rules,
+                   std::string const& path)
 {
   HG_EXPECTS(out.capacity >= chunk.size(), error_kind::internal, "copy_to_batch: the batch is smaller than the chunk");
   out.encoding = coord_encoding::float64;
   out.size = chunk.size();
+  out.tagged = rules != nullptr && rules->tagging();
+  if (out.tagged) {
+    tag_table const& t = rules->tags();
+    bool const has_class = !chunk.classification.empty();
+    bool const has_returns = !chunk.return_number.empty() && !chunk.number_of_returns.empty();
+    if (!chunk.empty()) {
+      HG_EXPECTS(has_class || !t.needs_class, error_kind::input,
+                 path + ": its points have no classification, which count:CLASSES counts by");
+      HG_EXPECTS(has_returns || !t.needs_returns, error_kind::input,
+                 path + ": its points have no return numbers, which the first and last bands count by");
+    }
+    std::uint8_t* const tags = out.tags();
+    for (std::size_t i = 0; i < chunk.size(); ++i) {
+      tags[i] = t.tag(has_class, has_class ? chunk.classification[i] : 0, has_returns,
+                      has_returns ? chunk.return_number[i] : 0, has_returns ? chunk.number_of_returns[i] : 0);
+    }
+  }
   double* x = out.x();
   double* y = out.y();
   double* z = out.z();
@@ -63,6 +81,8 @@ void decode_las_records(point_batch const& raw, filter_rules const& rules, point
   out.encoding = coord_encoding::scaled_int32;
   out.transform = raw.transform;
   out.source = raw.source;
+  out.tagged = rules.tagging();
+  tag_table const& tagging = rules.tags();
   auto const& t = raw.transform;
   auto const* bytes = static_cast<std::uint8_t const*>(raw.data);
   std::size_t k = 0;
@@ -87,6 +107,7 @@ void decode_las_records(point_batch const& raw, filter_rules const& rules, point
     out.xi()[k] = xi;
     out.yi()[k] = yi;
     out.zi()[k] = zi;
+    if (out.tagged) { out.tags()[k] = tagging.tag(true, a.classification, true, a.return_number, a.number_of_returns); }
     std::int32_t const v3[3] = {xi, yi, zi};
     for (int a3 = 0; a3 < 3; ++a3) {
       stats.lo[a3] = std::min(stats.lo[a3], v3[a3]);

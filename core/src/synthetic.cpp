@@ -299,7 +299,7 @@ class synthetic_part_source final : public part_source {
     part_result r;
     r.last = first + n == points_;
     apply_filter(rules, chunk, r.filtered);
-    copy_to_batch(chunk, out, r);
+    copy_to_batch(chunk, out, r, &rules, info().path);
     return r;
   }
 

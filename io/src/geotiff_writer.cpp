@@ -53,21 +53,32 @@ GDALDataType gdal_type(raster_data_type type) noexcept
 
 column<float> const& float_column(cell_results const& results, metric m) { return results.float_column(m); }
 
+/// The whole numbers of a count-like band (count, or a tagged count: tag_empty in an empty cell).
+column<std::uint32_t> const& count_column(cell_results const& results, metric m)
+{
+  return m == metric::count ? results.count : results.tag_column(m);
+}
+
 std::size_t column_size(cell_results const& results, metric m)
 {
-  return m == metric::count ? results.count.size() : float_column(results, m).size();
+  return m.is_count_like() ? count_column(results, m).size() : float_column(results, m).size();
 }
 
 bool has_count(std::vector<metric> const& bands) noexcept
 {
-  return std::find(bands.begin(), bands.end(), metric::count) != bands.end();
+  return std::any_of(bands.begin(), bands.end(), [](metric m) { return m.is_count_like(); });
+}
+
+bool counts_alone(std::vector<metric> const& bands) noexcept
+{
+  return !bands.empty() && std::all_of(bands.begin(), bands.end(), [](metric m) { return m.is_count_like(); });
 }
 
 raster_data_type choose_data_type(std::vector<metric> const& bands, std::uint64_t max_count,
                                   std::optional<raster_data_type> forced) noexcept
 {
   if (forced) { return *forced; }
-  if (bands.size() == 1 && bands.front() == metric::count) { return raster_data_type::uint32; }
+  if (counts_alone(bands)) { return raster_data_type::uint32; }
   if (has_count(bands) && max_count > max_exact_float32_count) { return raster_data_type::float64; }
   return raster_data_type::float32;
 }
@@ -85,7 +96,7 @@ std::vector<std::string> data_type_notes(raster_data_type type, float nodata, st
                     "all bands are written as Float64");
   }
   if (type == raster_data_type::uint32 && !std::isnan(nodata)) {
-    notes.push_back("count alone is written as UInt32 with nodata 0 (an empty cell has 0 points); "
+    notes.push_back("counts alone are written as UInt32 with nodata 0 (an empty cell has 0 points); "
                     "--nodata applies to float bands");
   }
   return notes;
@@ -239,8 +250,9 @@ class raster_writer::impl {
               " cells cannot be written as a raster");
     type_ = choose_data_type(bands_, max_count_, options_.data_type);
     notes_ = data_type_notes(type_, options_.nodata, bands_, max_count_, options_.data_type.has_value());
-    HG_EXPECTS(type_ != raster_data_type::uint32 || (bands_.size() == 1 && bands_.front() == metric::count),
-            error_kind::usage, "--ot UInt32 holds the count band alone (the other metrics are not whole numbers)");
+    HG_EXPECTS(type_ != raster_data_type::uint32 || counts_alone(bands_), error_kind::usage,
+               "--ot UInt32 holds count bands alone (count, count:CLASSES, first, last; the other metrics are not "
+               "whole numbers)");
     filling_ = options_.fill.method != fill_method::none;
     if (filling_) {
       HG_EXPECTS(std::isfinite(options_.fill.radius) && options_.fill.radius >= 1.0, error_kind::usage,
@@ -359,7 +371,7 @@ class raster_writer::impl {
   }
 
   /// Whether --fill fills band `m` (count and density stay as counted).
-  static bool fills(metric m) noexcept { return m != metric::count && m != metric::density; }
+  static bool fills(metric m) noexcept { return !m.is_count_like() && m != metric::density; }
 
   /// --fill on the closed file of rows, before it is converted (COG) and published.
   void fill_written()
@@ -474,10 +486,10 @@ class raster_writer::impl {
   [[nodiscard]] T const* same_type_column(cell_results const& in, metric m, std::size_t from) const
   {
     if constexpr (std::is_same_v<T, float>) {
-      if (m != metric::count) { return float_column(in, m).data() + from; }
+      if (!m.is_count_like()) { return float_column(in, m).data() + from; }
     }
     if constexpr (std::is_same_v<T, std::uint32_t>) {
-      if (m == metric::count) { return in.count.data() + from; }
+      if (m == metric::count) { return in.count.data() + from; }  // tagged counts: tag_empty becomes 0
     }
     return nullptr;
   }
@@ -487,16 +499,20 @@ class raster_writer::impl {
   template <typename T>
   void convert_column(cell_results const& in, metric m, std::size_t from, std::size_t n, T* out) const
   {
-    if (m == metric::count) {
-      auto const* count = in.count.data() + from;
+    if (m.is_count_like()) {
+      // count: 0 in an empty cell; a tagged count: tag_empty there (0 where the cell's points are
+      // all of other kinds).
+      std::uint32_t const empty = m == metric::count ? 0U : tag_empty;
+      auto const* count = count_column(in, m).data() + from;
       if constexpr (std::is_integral_v<T>) {
-        std::copy(count, count + n, out);
+        for (std::size_t i = 0; i < n; ++i) { out[i] = count[i] == empty ? 0U : count[i]; }
       } else {
         auto const nodata = static_cast<T>(options_.nodata);
         std::uint32_t largest = 0;
         for (std::size_t i = 0; i < n; ++i) {
-          out[i] = count[i] == 0 ? nodata : static_cast<T>(count[i]);
-          largest = std::max(largest, count[i]);
+          bool const is_empty = count[i] == empty;
+          out[i] = is_empty ? nodata : static_cast<T>(count[i]);
+          largest = is_empty ? largest : std::max(largest, count[i]);
         }
         // A wrong max_count only matters where it chose Float32 for a count it cannot hold.
         HG_EXPECTS((std::is_same_v<T, double> || largest <= max_exact_float32_count), error_kind::internal,

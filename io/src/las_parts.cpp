@@ -56,7 +56,7 @@ struct int_extent {
 /// `out` from out.size on. Extended selects the record layout of formats 6-10. Coordinates are
 /// computed only where a verdict depends on them: z when a rule looks at it, and all three when
 /// the transform can produce a non-finite coordinate (ExactXyz), else judge gets finite dummies.
-template <bool Extended, bool ExactXyz>
+template <bool Extended, bool ExactXyz, bool Tagged>
 void decode_filtered(std::uint8_t const* raw, std::size_t stride, std::size_t n, filter_rules const& rules,
                      scaled_coords const& t, detail::las_dimension const&, point_batch& out, filter_stats& stats,
                      int_extent& ext)
@@ -64,6 +64,9 @@ void decode_filtered(std::uint8_t const* raw, std::size_t stride, std::size_t n,
   std::int32_t* const xs = out.xi();
   std::int32_t* const ys = out.yi();
   std::int32_t* const zs = out.zi();
+  std::uint8_t* const tags = out.tags();
+  tag_table const& tagging = rules.tags();
+  out.tagged = Tagged;
   bool const need_z = ExactXyz || rules.checks_z();
   std::size_t k = out.size;
   // Local copies: the stores into the int32 columns could alias `ext` and keep it in memory.
@@ -88,6 +91,7 @@ void decode_filtered(std::uint8_t const* raw, std::size_t stride, std::size_t n,
     xs[k] = xi;
     ys[k] = yi;
     zs[k] = zi;
+    if constexpr (Tagged) { tags[k] = tagging.tag(true, a.classification, true, a.return_number, a.number_of_returns); }
     if (v == filter_verdict::keep) {
       x_lo = std::min(x_lo, xi);
       x_hi = std::max(x_hi, xi);
@@ -114,18 +118,22 @@ void decode_filtered(std::uint8_t const* raw, std::size_t stride, std::size_t n,
 /// its stored integer in the int32 z slot (the batch's z transform is the dimension's scale and
 /// offset), so every backend reads it as it reads Z; otherwise the batch is float64, x and y the
 /// very doubles scaled_coords::apply gives, z the value (a non-finite value counts as non-finite).
-template <bool Extended, bool AsInt>
+template <bool Extended, bool AsInt, bool Tagged>
 void decode_dimension(std::uint8_t const* raw, std::size_t stride, std::size_t n, filter_rules const& rules,
                       scaled_coords const& t, detail::las_dimension const& dim, point_batch& out, filter_stats& stats,
                       int_extent& ext)
 {
   std::size_t k = out.size;
+  out.tagged = Tagged;
   for (std::size_t i = 0; i < n; ++i) {
     std::uint8_t const* p = raw + i * stride;
     auto const xi = layout::load<std::int32_t>(p + layout::point_at::x);
     auto const yi = layout::load<std::int32_t>(p + layout::point_at::y);
     auto const zi = layout::load<std::int32_t>(p + layout::point_at::z);
     detail::record_attributes const a = detail::load_attributes<Extended>(p);
+    if constexpr (Tagged) {
+      out.tags()[k] = rules.tags().tag(true, a.classification, true, a.return_number, a.number_of_returns);
+    }
     double const x = scaled_coords::apply(xi, t.scale[0], t.offset[0]);
     double const y = scaled_coords::apply(yi, t.scale[1], t.offset[1]);
     double const z = scaled_coords::apply(zi, t.scale[2], t.offset[2]);
@@ -179,17 +187,18 @@ bool transform_always_finite(scaled_coords const& t)
   return true;
 }
 
+template <bool Tagged>
 decode_fn pick_decoder(int point_format, bool always_finite, detail::las_dimension const& dim, bool as_int)
 {
   if (!dim.is_z) {
     bool const extended = layout::is_extended_format(point_format);
-    if (as_int) { return extended ? &decode_dimension<true, true> : &decode_dimension<false, true>; }
-    return extended ? &decode_dimension<true, false> : &decode_dimension<false, false>;
+    if (as_int) { return extended ? &decode_dimension<true, true, Tagged> : &decode_dimension<false, true, Tagged>; }
+    return extended ? &decode_dimension<true, false, Tagged> : &decode_dimension<false, false, Tagged>;
   }
   if (layout::is_extended_format(point_format)) {
-    return always_finite ? &decode_filtered<true, false> : &decode_filtered<true, true>;
+    return always_finite ? &decode_filtered<true, false, Tagged> : &decode_filtered<true, true, Tagged>;
   }
-  return always_finite ? &decode_filtered<false, false> : &decode_filtered<false, true>;
+  return always_finite ? &decode_filtered<false, false, Tagged> : &decode_filtered<false, true, Tagged>;
 }
 
 /// Scratch bytes of the calling thread, reused from part to part (and from source to source):
@@ -227,8 +236,10 @@ class las_parts_base : public part_source {
       transform_.offset[2] = dimension_.offset;
       double_values_ = !dimension_.fits_int32() || !transform_always_finite(transform_);
     }
-    decode_ = pick_decoder(header_.point_format, transform_always_finite(header_transform_), dimension_,
-                           !double_values_);
+    decode_plain_ = pick_decoder<false>(header_.point_format, transform_always_finite(header_transform_), dimension_,
+                                        !double_values_);
+    decode_tagged_ = pick_decoder<true>(header_.point_format, transform_always_finite(header_transform_), dimension_,
+                                        !double_values_);
   }
 
   [[nodiscard]] source_info const& info() const override { return info_; }
@@ -277,6 +288,7 @@ class las_parts_base : public part_source {
             info_.path + ": part " + std::to_string(k) + " needs a batch of " + std::to_string(points) +
               " points, the batch holds " + std::to_string(out.capacity));
     out.size = 0;
+    out.tagged = false;
     out.encoding = double_values_ ? coord_encoding::float64 : coord_encoding::scaled_int32;
     out.transform = transform_;
   }
@@ -302,7 +314,14 @@ class las_parts_base : public part_source {
   scaled_coords header_transform_;   ///< the header's scale and offset: the points' coordinates
   scaled_coords transform_;          ///< the batches': the header's, z replaced by the dimension's
   bool double_values_{false};        ///< the dimension does not fit int32: float64 batches
-  decode_fn decode_{nullptr};
+  decode_fn decode_plain_{nullptr};
+  decode_fn decode_tagged_{nullptr};  ///< the same, writing each kept point's tag (tagged count bands)
+
+  /// The decoder for a part read with `filter`.
+  [[nodiscard]] decode_fn decoder(filter_rules const& filter) const
+  {
+    return filter.tagging() ? decode_tagged_ : decode_plain_;
+  }
 
  private:
   mutable std::mutex file_mutex_;
@@ -356,7 +375,7 @@ class las_record_parts final : public las_parts_base {
     for (std::size_t done = 0; done < n;) {
       std::size_t const m = std::min(slice, n - done);
       read_records_into(first + done, m, raw.data());
-      decode_(raw.data(), stride, m, filter, header_transform_, dimension_, out, stats, ext);
+      decoder(filter)(raw.data(), stride, m, filter, header_transform_, dimension_, out, stats, ext);
       done += m;
     }
     return finish_part(stats, ext, out.size);
@@ -655,13 +674,13 @@ class laz_chunk_parts final : public las_parts_base {
         } const guard{bulk_, bulk_first_ + c};
         if (bulk_->binned(bulk_first_ + c)) { continue; }  // on the device: reported by the grid
         if (std::uint8_t const* decoded = bulk_->records(bulk_first_ + c)) {
-          decode_(decoded, bulk_stride_, points, filter, header_transform_, dimension_, out,
+          decoder(filter)(decoded, bulk_stride_, points, filter, header_transform_, dimension_, out,
                   stats, ext);
           continue;
         }
       }
       laz::decode_laz_chunk(where_, vlr_, read, c, chunks_[c], scratch, records.data(), fields_);
-      decode_(records.data(), stride, points, filter, header_transform_, dimension_, out, stats, ext);
+      decoder(filter)(records.data(), stride, points, filter, header_transform_, dimension_, out, stats, ext);
     }
     thread_bytes(compressed_bytes) = std::move(scratch.compressed);
     thread_bytes(raw_records) = std::move(records);
@@ -739,7 +758,7 @@ class laz_sequential_parts final : public las_parts_base {
                                               std::to_string(first + done) + " of " +
                                               std::to_string(header_.point_count));
         }
-        decode_(run.records, header_.record_length, run.points, filter, header_transform_, dimension_, out, stats, ext);
+        decoder(filter)(run.records, header_.record_length, run.points, filter, header_transform_, dimension_, out, stats, ext);
         done += run.points;
       }
     } catch (...) {

@@ -54,6 +54,28 @@ struct gpu_binner::impl {
   detail::device_buffer<std::uint32_t> count;
   detail::device_buffer<double> sum, m2;
   detail::device_buffer<detail::batch_counters> counters;
+  /// Tagged counts (options.request.tags): band k's cells at tags + k * band.cells().
+  detail::device_buffer<std::uint32_t> tags;
+
+  [[nodiscard]] detail::tag_counts tag_view() noexcept { return {tags.empty() ? nullptr : tags.data(), band.cells()}; }
+
+  /// Adds a tagged batch of columns (its tags uploaded beside them) to the tagged counts.
+  void launch_tags(void const* data, point_batch const& b)
+  {
+    if (!b.tagged || tags.empty() || b.size == 0) { return; }
+    auto const blocks = detail::grid_blocks(b.size, detail::batch_policy::block_threads);
+    auto const* tag = static_cast<std::uint8_t const*>(data) + tags_offset(b.capacity);
+    if (b.encoding == coord_encoding::float64) {
+      detail::batch_columns<coord_encoding::float64> const cols{data, b.capacity, b.transform};
+      detail::count_tags_thread_per_point_kernel<<<blocks, detail::batch_policy::block_threads, 0, compute>>>(
+        cols, tag, b.size, band.grid, band.first_cell(), tag_view());
+    } else {
+      detail::batch_columns<coord_encoding::scaled_int32> const cols{data, b.capacity, b.transform};
+      detail::count_tags_thread_per_point_kernel<<<blocks, detail::batch_policy::block_threads, 0, compute>>>(
+        cols, tag, b.size, band.grid, band.first_cell(), tag_view());
+    }
+    HG_CUDA_CHECK_LAUNCH();
+  }
 
   struct device_slot {
     detail::device_buffer<std::byte> data;
@@ -176,11 +198,11 @@ struct gpu_binner::impl {
       detail::accumulate_atomic_records_kernel<true>
         <<<blocks, detail::batch_policy::block_threads, detail::records_tile_bytes(b.record_length), compute>>>(
           rec, b.size, band.grid, band.first_cell(), view(), counters.data(), *options.record_filter,
-          record_stats.data() + b.source, nullptr);
+          record_stats.data() + b.source, nullptr, tag_view());
     } else {
       detail::accumulate_atomic_records_kernel<false><<<blocks, detail::batch_policy::block_threads, 0, compute>>>(
         rec, b.size, band.grid, band.first_cell(), view(), counters.data(), *options.record_filter,
-        record_stats.data() + b.source, nullptr);
+        record_stats.data() + b.source, nullptr, tag_view());
     }
     HG_CUDA_CHECK_LAUNCH();
   }
@@ -383,7 +405,7 @@ std::size_t gpu_binner::device_bytes(grid_band const& band, gpu_binner_options c
 {
   std::size_t const cells = band.cells();
   std::size_t const n = o.batch_points;
-  std::size_t bytes = cells * accumulator_bytes_per_cell(o.request);
+  std::size_t bytes = cells * (accumulator_bytes_per_cell(o.request) + o.request.tags.size() * sizeof(std::uint32_t));
   bytes += static_cast<std::size_t>(std::max(1, o.device_batches)) * batch_bytes(n);
   if (o.request.needs_order()) {
     bytes += static_cast<std::size_t>(std::min<std::uint64_t>(o.order_capacity, std::uint64_t{1} << 24)) *
@@ -448,6 +470,8 @@ gpu_binner::gpu_binner(grid_band const& band, gpu_binner_options const& o)
   s.m2.fill_bytes(0, st);
   s.counters = detail::device_buffer<detail::batch_counters>(1, st);
   s.counters.fill_bytes(0, st);
+  s.tags = detail::device_buffer<std::uint32_t>(cells * o.request.tags.size(), st);
+  s.tags.fill_bytes(0, st);
   s.slots.resize(static_cast<std::size_t>(s.options.device_batches));
   for (auto& slot : s.slots) { slot.data = detail::device_buffer<std::byte>(batch_bytes(o.batch_points), st); }
   if (o.reduction == batch_reduction::sorted) {
@@ -524,6 +548,11 @@ void gpu_binner::submit(point_batch const& b, std::function<void()> released)
                                  cudaMemcpyHostToDevice, s.copy));
       }
     }
+    if (!records && b.tagged && b.size > 0) {
+      std::size_t const at = tags_offset(b.capacity);
+      HG_CUDA_TRY(cudaMemcpyAsync(slot.data.data() + at, static_cast<std::byte const*>(b.data) + at, b.size,
+                                  cudaMemcpyHostToDevice, s.copy));
+    }
     t.h2d_stop.record(s.copy);
     slot.uploaded.record(s.copy);
     cudaEvent_t const done = s.take_event();
@@ -553,6 +582,7 @@ void gpu_binner::submit(point_batch const& b, std::function<void()> released)
         s.launch_sorted(slot.data.data(), b);
       }
       if (s.keeps_points()) { s.launch_keep(slot.data.data(), b); }
+      if (!records) { s.launch_tags(slot.data.data(), b); }
     }
     t.bin_stop.record(s.compute);
     slot.binned.record(s.compute);
@@ -633,11 +663,11 @@ void gpu_binner::fold_device_records(void const* records, std::uint32_t stride, 
       detail::accumulate_atomic_records_kernel<true>
         <<<grid, detail::batch_policy::block_threads, detail::records_tile_bytes(stride), s.compute>>>(
           rec, 0, s.band.grid, s.band.first_cell(), s.view(), s.counters.data(), *s.options.record_filter,
-          s.record_stats.data(), s.fold_runs.data() + first);
+          s.record_stats.data(), s.fold_runs.data() + first, s.tag_view());
     } else {
       detail::accumulate_atomic_records_kernel<false><<<grid, detail::batch_policy::block_threads, 0, s.compute>>>(
         rec, 0, s.band.grid, s.band.first_cell(), s.view(), s.counters.data(), *s.options.record_filter,
-        s.record_stats.data(), s.fold_runs.data() + first);
+        s.record_stats.data(), s.fold_runs.data() + first, s.tag_view());
     }
     HG_CUDA_CHECK_LAUNCH();
   }
@@ -761,6 +791,24 @@ cell_results gpu_binner::finalize_rows(std::uint32_t row0, std::uint32_t rows, s
     std::size_t const first_shape = request.percentiles.size() + (request.prange ? 1 : 0);
     for (std::size_t k = 0; k < request.shapes.size(); ++k) { copy_column(first_shape + k, r.shape[k]); }
   }
+  if (request.needs_tags()) {
+    HG_EXPECTS(s.tags.size() == request.tags.size() * s.band.cells(), error_kind::internal,
+               "gpu_binner::finalize_rows: tagged counts of a binner that kept none");
+    auto const bands = static_cast<unsigned>(request.tags.size());
+    detail::device_buffer<std::uint32_t> tag_bands(cells * bands, st);
+    if (cells > 0) {
+      detail::finalize_tags_thread_per_cell_kernel<<<detail::grid_blocks(cells * bands, detail::batch_policy::block_threads),
+                                                     detail::batch_policy::block_threads, 0, st>>>(
+        s.tag_view(), s.count.data(), std::uint64_t{row0} * s.band.grid.cols, s.band.grid.cols, cols, cells, bands,
+        tag_bands.data());
+      HG_CUDA_CHECK_LAUNCH();
+    }
+    r.size_tag_columns(request, cells);
+    for (unsigned k = 0; k < bands; ++k) {
+      touch_pages(r.tag[k].data(), cells * sizeof(std::uint32_t));
+      if (cells > 0) { staging.to_host(r.tag[k].data(), tag_bands.data() + k * cells, cells * sizeof(std::uint32_t), st); }
+    }
+  }
   stop.record(st);
   HG_CUDA_TRY(cudaStreamSynchronize(st));
   s.totals.finalize_ms += detail::elapsed_ms(start, stop);
@@ -780,6 +828,24 @@ void gpu_binner::download_extremes(std::uint32_t row0, std::uint32_t rows, std::
   staging.to_host(lo, s.lo.data() + first, cells * sizeof(std::uint64_t), s.compute);
   staging.to_host(hi, s.hi.data() + first, cells * sizeof(std::uint64_t), s.compute);
   staging.to_host(count, s.count.data() + first, cells * sizeof(std::uint32_t), s.compute);
+  HG_CUDA_TRY(cudaStreamSynchronize(s.compute));
+}
+
+void gpu_binner::download_tags(std::uint32_t row0, std::uint32_t rows, std::uint32_t* out)
+{
+  impl_->use_device();
+  auto& s = *impl_;
+  HG_EXPECTS(std::uint64_t{row0} + rows <= s.band.rows, error_kind::internal,
+             "gpu_binner::download_tags: window outside the band");
+  std::uint64_t const first = std::uint64_t{row0} * s.band.grid.cols;
+  std::uint64_t const cells = std::uint64_t{rows} * s.band.grid.cols;
+  std::size_t const bands = s.options.request.tags.size();
+  if (cells == 0 || bands == 0) { return; }
+  detail::pinned_staging& staging = s.download_staging(cells * sizeof(std::uint32_t));
+  for (std::size_t k = 0; k < bands; ++k) {
+    staging.to_host(out + k * cells, s.tags.data() + k * s.band.cells() + first, cells * sizeof(std::uint32_t),
+                    s.compute);
+  }
   HG_CUDA_TRY(cudaStreamSynchronize(s.compute));
 }
 
@@ -834,8 +900,10 @@ void gpu_binner::reset(grid_band const& band, std::uint64_t order_capacity)
     s.count = detail::device_buffer<std::uint32_t>(cells, st);
     if (!s.sum.empty()) { s.sum = detail::device_buffer<double>(cells, st); }
     if (!s.m2.empty()) { s.m2 = detail::device_buffer<double>(cells, st); }
+    if (!s.tags.empty()) { s.tags = detail::device_buffer<std::uint32_t>(cells * s.options.request.tags.size(), st); }
   }
   s.band = band;
+  s.tags.fill_bytes(0, st);
   for (auto* b : {&s.lo, &s.hi}) { b->fill_bytes(0, st); }
   s.count.fill_bytes(0, st);
   s.sum.fill_bytes(0, st);

@@ -143,6 +143,7 @@ void gpu_binner::download_extremes(std::uint32_t, std::uint32_t, std::uint64_t*,
 {
   unavailable("gpu_binner::download_extremes");
 }
+void gpu_binner::download_tags(std::uint32_t, std::uint32_t, std::uint32_t*) { unavailable("gpu_binner::download_tags"); }
 std::uint64_t gpu_binner::total_count() { unavailable("gpu_binner::total_count"); }
 std::uint32_t gpu_binner::max_count() { unavailable("gpu_binner::max_count"); }
 void gpu_binner::reset(grid_band const&, std::uint64_t) { unavailable("gpu_binner::reset"); }

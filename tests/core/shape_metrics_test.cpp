@@ -4,6 +4,7 @@
 
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/core/metrics.hpp"
+#include "heightgrid/core/point_filter.hpp"
 #include "heightgrid/core/shape_metrics.hpp"
 
 #include <gtest/gtest.h>
@@ -127,6 +128,45 @@ TEST(ShapeMetrics, DensityIsTheCountOverTheCellArea)
   EXPECT_EQ(r.density[1], 4.0F);
   EXPECT_EQ(r.density[2], 12.0F);
   EXPECT_EQ(&r.float_column(metric::density), &r.density);
+}
+
+TEST(TaggedCounts, ListSpellingsTablesAndErrors)
+{
+  auto const bands = parse_metric_list("count:2,count:5,3,4,first,range,last");
+  ASSERT_EQ(bands.size(), 5U);
+  EXPECT_EQ(metric_name(bands[0]), "count:2");
+  EXPECT_EQ(metric_name(bands[1]), "count:3,4,5");  // increasing, whatever the order asked
+  EXPECT_EQ(metric_name(bands[2]), "first");
+  EXPECT_EQ(metric_name(bands[4]), "last");
+  EXPECT_TRUE(bands[1].has_class(4) && !bands[1].has_class(2));
+  EXPECT_EQ(parse_metric_list(metric_name(bands[1])).front(), bands[1]);  // names read back
+  auto const r = metric_request::from(bands);
+  ASSERT_EQ(r.tags.size(), 4U);
+  EXPECT_TRUE(r.needs_tags() && r.needs_counts() && !r.count);
+  auto const t = tag_table::of(r.tags);
+  EXPECT_TRUE(t.any && t.needs_class && t.needs_returns);
+  // Class 2, return 1 of 2: count:2 and first. Class 4, return 3 of 3: count:3,4,5 and last.
+  EXPECT_EQ(t.tag(true, 2, true, 1, 2), 0b0101);
+  EXPECT_EQ(t.tag(true, 4, true, 3, 3), 0b1010);
+  EXPECT_EQ(t.tag(true, 4, true, 1, 1), 0b1110);  // a single return is first and last
+  EXPECT_EQ(t.tag(true, 9, true, 2, 3), 0);
+  EXPECT_EQ(t.tag(false, 2, false, 1, 1), 0);  // attributes the source lacks count for nothing
+  auto const message = [](std::string const& list) {
+    try {
+      (void)parse_metric_list(list);
+    } catch (error const& e) {
+      EXPECT_EQ(e.kind(), error_kind::usage);
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  };
+  EXPECT_NE(message("count:256").find("count: '256' is not a class"), std::string::npos);
+  EXPECT_NE(message("count:-1").find("count: '-1' is not a class"), std::string::npos);
+  EXPECT_EQ(message("count:3,3"), "--metrics: count: class 3 is listed twice");
+  EXPECT_EQ(message("count:3,4,count:4,3"), "--metrics: metric 'count:3,4' is listed twice");
+  EXPECT_EQ(message("first,first"), "--metrics: metric 'first' is listed twice");
+  EXPECT_NE(message("count:0,count:1,count:2,count:3,count:4,count:5,count:6,first,last").find("at most 8"),
+            std::string::npos);
 }
 
 }  // namespace

@@ -62,8 +62,9 @@ struct window_counts {
 class host_grid {
  public:
   /// Zeroed accumulators for every cell of `band`, with sum (mean or stddev) and m2 (stddev) when
-  /// `request` needs them, and a count unless `request` asks for extremes alone (min, max, range:
-  /// no count band, sums or order statistics). A grid without counts bins without a locked add a
+  /// `request` needs them, a count unless `request` asks for extremes alone (min, max, range:
+  /// no count band, sums, order statistics or tagged counts), and a count a cell per tagged count
+  /// band (request.tags: batches' tags() add to them). A grid without counts bins without a locked add a
   /// point and finalizes (or merges: merge_into) a non-empty cell's count as 1. Pages are mapped lazily: an untouched part of a sparse grid costs no RSS.
   /// Throws error_kind::resource when the memory cannot be mapped.
   /// A request with order statistics (percentiles) also keeps every binned point, at most
@@ -107,6 +108,10 @@ class host_grid {
   /// unmapped. OpenMP-parallel.
   void merge_into(accumulator_view const& window, std::uint64_t first) const;
 
+  /// Adds this grid's tagged counts of cells [first, first + cells) to `out` (band k's at
+  /// out + k * cells): how a window merges with the device's (gpu_binner::download_tags).
+  void add_tags_into(std::uint32_t* out, std::uint64_t first, std::uint64_t cells) const;
+
   /// Output bands of rows [row0, row0 + rows) of the band (band-local rows), cropped to the first
   /// `cols` columns (cols <= grid.cols: an output grid that shares the origin). OpenMP-parallel.
   /// Order statistics are computed for the whole band at the first call (the kept points freed).
@@ -139,7 +144,18 @@ class host_grid {
   double z_offset_{0.0};
   std::atomic<bool> pairs_used_{false};  ///< a batch went to the pairs of a grid with words
   std::unique_ptr<order_store> order_;  ///< the kept points, when order statistics are asked
+  // Tagged counts (metric_request::tags): band k's cells at tags_ + k * cells, mapped lazily.
+  std::uint32_t* tags_{nullptr};
+  std::size_t tags_bytes_{0};
+  std::size_t tag_bands_{0};
 };
+
+/// The tagged count columns (request.tags) of a window of `rows` rows of `cols` cells into `out`
+/// (sized here): band k's count of cell c is tags[k * acc.cells + c], tag_empty where `acc` says the
+/// cell is empty. `acc`, `first_cell` and `acc_cols` as for finalize_window.
+void finalize_tag_window(std::uint32_t const* tags, accumulator_view const& acc, std::uint64_t first_cell,
+                         std::uint32_t acc_cols, std::uint32_t rows, std::uint32_t cols, metric_request const& request,
+                         cell_results& out);
 
 /// Output bands of accumulator rows: the finalize_cell loop over a window, shared by host_grid and
 /// the app's merge of downloaded device windows. `acc` holds `rows` rows of `acc_cols` cells from

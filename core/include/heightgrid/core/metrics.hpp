@@ -4,6 +4,7 @@
 #include "heightgrid/core/binning.hpp"
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -28,15 +29,47 @@ enum class metric_kind : std::uint8_t {
   // The shape of a cell's z distribution (shape_metrics.hpp), read off its sorted values.
   skewness, kurtosis, cover, above, zbin, entropy,
   density,  ///< points per square unit of the cell's area
+  // Counts of a kind of point (a tag each point carries from its reader: point_filter.hpp's tag_table).
+  class_count,  ///< count:CLASSES, points of the listed ASPRS classes
+  first,        ///< first returns (return number 1; 0 too, as --returns first)
+  last,         ///< last returns (return number >= number of returns, as --returns last)
 };
+
+/// The most tagged count bands (count:CLASSES, first, last) of one job: a point's tag is one byte.
+inline constexpr std::size_t max_tag_bands = 8;
 
 /// One output band: a kind, and its numbers where it has some.
 struct metric {
   metric_kind kind{metric_kind::range};
   double p{0.0};  ///< percentile: the percentile (0-100); above and cover: the height H; zbin: its low end
   double q{0.0};  ///< zbin: its high end (excluded)
+  std::uint64_t classes[4]{0, 0, 0, 0};  ///< class_count: bit c of word c / 64 for class c
 
-  static metric const range, min, max, count, mean, stddev, median, prange, skewness, kurtosis, entropy, density;
+  /// count:CLASSES of the classes in [first, last).
+  template <class It>
+  [[nodiscard]] static metric class_count(It first, It last) noexcept
+  {
+    metric m{metric_kind::class_count};
+    for (; first != last; ++first) {
+      auto const c = static_cast<unsigned>(*first) & 0xffU;
+      m.classes[c / 64] |= std::uint64_t{1} << (c % 64);
+    }
+    return m;
+  }
+  [[nodiscard]] constexpr bool has_class(unsigned c) const noexcept
+  {
+    return c < 256 && ((classes[c / 64] >> (c % 64)) & 1U) != 0;
+  }
+  /// Whether the band counts a kind of point (count:CLASSES, first, last): a tagged count band.
+  [[nodiscard]] constexpr bool is_tag_count() const noexcept
+  {
+    return kind == metric_kind::class_count || kind == metric_kind::first || kind == metric_kind::last;
+  }
+  /// Whether the band holds whole numbers of points (count and the tagged counts).
+  [[nodiscard]] constexpr bool is_count_like() const noexcept { return kind == metric_kind::count || is_tag_count(); }
+
+  static metric const range, min, max, count, mean, stddev, median, prange, skewness, kurtosis, entropy, density,
+    first_returns, last_returns;
   [[nodiscard]] static constexpr metric percentile(double p) noexcept { return {metric_kind::percentile, p}; }
   [[nodiscard]] static constexpr metric above(double h) noexcept { return {metric_kind::above, h}; }
   /// cover: the share above `h` (--cover-above).
@@ -53,7 +86,11 @@ struct metric {
   {
     return kind == metric_kind::percentile || kind == metric_kind::median || kind == metric_kind::prange || is_shape();
   }
-  friend constexpr bool operator==(metric a, metric b) noexcept { return a.kind == b.kind && a.p == b.p && a.q == b.q; }
+  friend constexpr bool operator==(metric a, metric b) noexcept
+  {
+    return a.kind == b.kind && a.p == b.p && a.q == b.q && a.classes[0] == b.classes[0] &&
+           a.classes[1] == b.classes[1] && a.classes[2] == b.classes[2] && a.classes[3] == b.classes[3];
+  }
   friend constexpr bool operator!=(metric a, metric b) noexcept { return !(a == b); }
 };
 inline constexpr metric metric::range{metric_kind::range};
@@ -68,6 +105,8 @@ inline constexpr metric metric::skewness{metric_kind::skewness};
 inline constexpr metric metric::kurtosis{metric_kind::kurtosis};
 inline constexpr metric metric::entropy{metric_kind::entropy};
 inline constexpr metric metric::density{metric_kind::density};
+inline constexpr metric metric::first_returns{metric_kind::first};
+inline constexpr metric metric::last_returns{metric_kind::last};
 
 /// The robust range's default percentiles (--prange LO,HI).
 inline constexpr double default_prange_lo = 5.0;
@@ -110,6 +149,9 @@ HG_METRICS_HOST_DEVICE inline double percentile_of_sorted(Values const& z, std::
   return g >= 0.5 ? b - d * (1.0 - g) : a + d * g;
 }
 
+/// A tagged count's value in an empty cell (no count reaches it: counts stop at 2^32 - 2, checked).
+inline constexpr std::uint32_t tag_empty = 0xffffffffU;
+
 /// Default value written to empty cells of float bands.
 inline constexpr float default_nodata = std::numeric_limits<float>::quiet_NaN();
 
@@ -133,12 +175,19 @@ struct metric_request {
   /// density = count / cell_area (the job sets the area once the grid is known; count is then on).
   bool density{false};
   double cell_area{0.0};
+  /// Tagged count bands (count:CLASSES, first, last), in the order first asked (at most
+  /// max_tag_bands): band b counts the points whose tag has bit b (point_filter.hpp's tag_table);
+  /// cell_results::tag has one column per entry. They need the grid's counts (empty cells).
+  std::vector<metric> tags;
 
   [[nodiscard]] static metric_request from(std::vector<metric> const& metrics, double prange_lo = default_prange_lo,
                                            double prange_hi = default_prange_hi);
   [[nodiscard]] bool needs_sums() const noexcept { return mean || stddev; }
   /// Whether any band needs every point of a cell at once (percentiles, median, prange, shapes).
   [[nodiscard]] bool needs_order() const noexcept { return !percentiles.empty() || prange || !shapes.empty(); }
+  [[nodiscard]] bool needs_tags() const noexcept { return !tags.empty(); }
+  /// Whether the grid must count points (a count band, or a band that needs the counts).
+  [[nodiscard]] bool needs_counts() const noexcept { return count || needs_sums() || needs_order() || needs_tags(); }
   /// Index of percentile `p` in `percentiles` (p must be there).
   [[nodiscard]] std::size_t percentile_slot(double p) const noexcept;
 };
@@ -156,6 +205,8 @@ struct metric_request {
 ///  - shape columns (skewness, kurtosis, cover, above, zbin, entropy) are shape_of_sorted over the
 ///    cell's sorted values in double, rounded to float once; nodata where it has none;
 ///  - density = float(double(count) / cell_area);
+///  - tagged counts (count:CLASSES, first, last) are whole numbers, tag_empty in an empty cell (a
+///    cell with points but none of the kind holds 0);
 ///  - empty cells hold `nodata` in every float column and 0 in count; a one-point cell has range 0.
 /// std::allocator, except that resize() and the size constructor leave new elements
 /// default-initialised (uninitialised, for float and integers): a column of 10^7 cells is then
@@ -206,6 +257,13 @@ struct cell_results {
   std::vector<column<float>> shape;  ///< one column per metric_request::shapes entry
   std::vector<metric> shape_of;      ///< the metric of each of those columns
   column<float> density;
+  std::vector<column<std::uint32_t>> tag;  ///< one column per metric_request::tags entry
+  std::vector<metric> tag_of;              ///< the metric of each of those columns
+
+  /// The column of tagged count band `m` (metric::is_tag_count); throws error_kind::internal when absent.
+  [[nodiscard]] column<std::uint32_t> const& tag_column(metric m) const;
+  /// Sizes one tag column per request.tags entry (`cells` each), tag_of set.
+  void size_tag_columns(metric_request const& request, std::size_t cells);
 
   /// Fills `density` from `count` (request.density): count / cell_area, nodata where empty.
   void add_density(metric_request const& request, float nodata);

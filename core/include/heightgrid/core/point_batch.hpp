@@ -40,8 +40,15 @@ struct scaled_coords {
   }
 };
 
-/// Bytes a batch of `points` points needs whatever its encoding (the larger, float64, layout).
-[[nodiscard]] constexpr std::size_t batch_bytes(std::size_t points) noexcept { return points * 3 * sizeof(double); }
+/// Where a batch's tag column starts (point_batch::tags): after the float64 layout's three columns.
+[[nodiscard]] constexpr std::size_t tags_offset(std::size_t capacity) noexcept { return capacity * 3 * sizeof(double); }
+
+/// Bytes a batch of `points` points needs whatever its encoding (the larger, float64, layout),
+/// with its tag column, rounded up to 8.
+[[nodiscard]] constexpr std::size_t batch_bytes(std::size_t points) noexcept
+{
+  return (tags_offset(points) + points + 7) / 8 * 8;
+}
 
 /// A batch of points as three columns in caller-owned memory of batch_bytes(capacity) bytes,
 /// aligned to 8 bytes. The columns start at fixed places for each encoding:
@@ -49,6 +56,9 @@ struct scaled_coords {
 ///  - scaled_int32: X at data, Y at data + capacity int32s, Z after Y.
 ///  - las_records: `size` records of `record_length` bytes back to back from data
 ///    (size * record_length <= batch_bytes(capacity)), none filtered yet.
+/// When `tagged` (the job has tagged count bands: point_filter.hpp's tag_table), the tag of point i
+/// is tags()[i], a byte at tags_offset(capacity) + i whatever the encoding (las_records batches carry
+/// none: their binner tags the records it keeps).
 /// Not owning: copying a batch copies the view.
 struct point_batch {
   void* data{nullptr};
@@ -59,6 +69,9 @@ struct point_batch {
   std::uint32_t record_length{0};  ///< las_records: bytes of one record
   bool extended_records{false};    ///< las_records: formats 6-10 (the attributes' layout)
   std::uint32_t source{0};         ///< the job's index of the source it was read from (set by the scheduler)
+  bool tagged{false};              ///< tags() holds each point's tag
+
+  [[nodiscard]] std::uint8_t* tags() const noexcept { return static_cast<std::uint8_t*>(data) + tags_offset(capacity); }
 
   [[nodiscard]] double* x() const noexcept { return static_cast<double*>(data); }
   [[nodiscard]] double* y() const noexcept { return static_cast<double*>(data) + capacity; }

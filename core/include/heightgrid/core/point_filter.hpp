@@ -2,6 +2,7 @@
 // The filter stage between readers and gridding: classes, returns, withheld points, z limits.
 
 #include "heightgrid/core/grid_spec.hpp"  // HG_HOST_DEVICE
+#include "heightgrid/core/metrics.hpp"
 #include "heightgrid/core/point_chunk.hpp"
 
 #include <array>
@@ -68,6 +69,33 @@ HG_HOST_DEVICE inline bool finite_value(double v) noexcept
 #endif
 }
 
+/// What a kept point carries to binning for the tagged count bands of metric_request::tags: bit b of
+/// its tag says that band b counts it (count:CLASSES by its class, first and last by its returns).
+/// Plain data, judged by the same code on the host and the device.
+struct tag_table {
+  std::uint8_t by_class[256];  ///< the bands that count each class
+  std::uint8_t first;          ///< the bands that count first returns
+  std::uint8_t last;           ///< the bands that count last returns
+  bool any;                    ///< there is a tagged band: readers write tags
+  bool needs_class;            ///< a band reads the class (a source without classes is refused)
+  bool needs_returns;          ///< a band reads the returns (a source without them is refused)
+
+  /// The table of `tags` (metric_request::tags: count:CLASSES, first, last; at most 8).
+  [[nodiscard]] static tag_table of(std::vector<metric> const& tags);
+
+  /// The tag of a kept point; attributes the source lacks (has_* false) count for no band.
+  HG_HOST_DEVICE [[nodiscard]] std::uint8_t tag(bool has_class, std::uint8_t classification, bool has_returns,
+                                                std::uint8_t return_number, std::uint8_t number_of_returns) const noexcept
+  {
+    std::uint8_t t = has_class ? by_class[classification] : std::uint8_t{0};
+    if (has_returns) {
+      if (return_number <= 1) { t = static_cast<std::uint8_t>(t | first); }
+      if (return_number >= number_of_returns) { t = static_cast<std::uint8_t>(t | last); }
+    }
+    return t;
+  }
+};
+
 /// filter_options compiled to plain data (a class table, flags, z limits): what filter_rules judges
 /// with on the host, and what a kernel that filters raw LAS records takes by value, so that both
 /// sides judge every point by the same code.
@@ -79,6 +107,7 @@ struct filter_table {
   bool check_z;
   double z_min;
   double z_max;
+  tag_table tags;  ///< what a kept point carries for the tagged count bands
 
   /// See filter_rules::judge.
   HG_HOST_DEVICE [[nodiscard]] filter_verdict judge(double x, double y, double z, bool has_class,
@@ -102,7 +131,11 @@ struct filter_table {
 /// (LAS, LAZ) and apply_filter judge every point by the same code.
 class filter_rules {
  public:
-  explicit filter_rules(filter_options const& options);
+  explicit filter_rules(filter_options const& options, tag_table const& tags = tag_table::of({}));
+
+  /// Whether readers write a tag a kept point (point_batch::tags): the job has tagged count bands.
+  [[nodiscard]] bool tagging() const noexcept { return t_.tags.any; }
+  [[nodiscard]] tag_table const& tags() const noexcept { return t_.tags; }
 
   /// Whether any rule looks at z (readers of integer coordinates skip computing z otherwise).
   [[nodiscard]] bool checks_z() const noexcept { return t_.check_z; }

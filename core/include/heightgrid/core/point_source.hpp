@@ -70,8 +70,10 @@ struct part_result {
 
 /// Copies the (already filtered) points of `chunk` into `out` as float64 (out.capacity >= chunk
 /// size), setting out.size and out.encoding and adding the points' bounds and z range to `r`: how a
-/// source that reads point_chunks fills a batch.
-void copy_to_batch(point_chunk const& chunk, point_batch& out, part_result& r);
+/// source that reads point_chunks fills a batch. When `rules` tag (tagged count bands), each point's
+/// tag too; a chunk without the attributes a band counts by is an input error naming `path`.
+void copy_to_batch(point_chunk const& chunk, point_batch& out, part_result& r, filter_rules const* rules = nullptr,
+                   std::string const& path = {});
 
 /// Adds to `r` the extent (x, y) and z range of kept points whose stored integers span [lo, hi] on
 /// each axis: the transform maps the ends (a negative scale swaps them); z only when `with_z`.

@@ -143,6 +143,9 @@ class gpu_binner {
   /// grids that keep sums are never split between the CPU and the GPU).
   void download_extremes(std::uint32_t row0, std::uint32_t rows, std::uint64_t* lo, std::uint64_t* hi,
                          std::uint32_t* count);
+  /// Downloads the tagged counts (request.tags) of band rows [row0, row0 + rows) (whole rows): band
+  /// k's cells at out + k * rows * band.grid.cols.
+  void download_tags(std::uint32_t row0, std::uint32_t rows, std::uint32_t* out);
 
   /// Sum of every cell's count (detects a count past 2^32 - 1). Synchronizes.
   [[nodiscard]] std::uint64_t total_count();

@@ -28,6 +28,23 @@ struct batch_counters {
   unsigned long long binned;   ///< points that landed in the band
 };
 
+/// The tagged counts of a band (metric_request::tags): band k's count of cell c at count[k * cells + c];
+/// count null when the job has no tagged count band.
+struct tag_counts {
+  std::uint32_t* count;
+  std::uint64_t cells;
+};
+
+/// Adds a kept point of band-local cell `key` (< cells) with tag `tag` to the bands its bits name.
+__device__ inline void add_tag(tag_counts const& tags, std::uint64_t key, unsigned tag) noexcept
+{
+  while (tag != 0) {
+    auto const bit = static_cast<unsigned>(__ffs(static_cast<int>(tag)) - 1);
+    atomicAdd(tags.count + bit * tags.cells + key, 1U);
+    tag &= tag - 1;
+  }
+}
+
 /// Coordinates of point i of a batch laid out as point_batch describes (columns at multiples of the
 /// capacity), decoded with the host's rule (scaled_coords::apply) for scaled integers.
 template <coord_encoding E>
@@ -147,7 +164,8 @@ inline constexpr std::size_t records_tile_bytes(std::uint32_t stride) noexcept
 ///   decodes its record (X, Y, Z and the attributes the filters look at, by core/las_record.hpp),
 ///   judges it with `filter` (the host's filter_table: the same verdicts) and a kept point is
 ///   folded with fold_atomic_warp. Each thread counts the points each rule removed and the
-///   stored-integer bounds of those it kept; at the end the warp combines them (shuffles) and lane 0
+///   stored-integer bounds of those it kept, and adds a kept point in the band to the tagged counts its
+///   tag (filter.tags) names, when `tags` has counts; at the end the warp combines them (shuffles) and lane 0
 ///   adds them to *stats (atomics: a handful per warp).
 ///   With `runs` (records decoded on the device, gpu_binner::fold_device_records), block row
 ///   blockIdx.y takes run runs[blockIdx.y] instead: its records of rec.data, its transform, its
@@ -167,7 +185,7 @@ static __global__ void __launch_bounds__(batch_policy::block_threads)
   accumulate_atomic_records_kernel(batch_records rec, std::uint64_t n, grid_spec grid, std::uint64_t first_cell,
                                    accumulator_view acc, batch_counters* __restrict__ counters,
                                    filter_table const filter, las_record_stats* __restrict__ stats,
-                                   record_run const* __restrict__ runs)
+                                   record_run const* __restrict__ runs, tag_counts tags)
 {
   extern __shared__ uint4 tile_words[];
   auto const lane = static_cast<unsigned int>(threadIdx.x % warp_size);
@@ -228,6 +246,9 @@ static __global__ void __launch_bounds__(batch_policy::block_threads)
           kept = true;
           key = band_key(grid, first_cell, band_cells, x, y);
           enc = ordered_key(z);
+          if (tags.count != nullptr && key < band_cells) {
+            add_tag(tags, key, filter.tags.tag(true, a.classification, true, a.return_number, a.number_of_returns));
+          }
           lo0 = min(lo0, xi);
           hi0 = max(hi0, xi);
           lo1 = min(lo1, yi);
@@ -272,6 +293,45 @@ static __global__ void __launch_bounds__(batch_policy::block_threads)
       atomicMax(&stats->hi[1], hi1);
       atomicMax(&stats->hi[2], hi2);
     }
+  }
+}
+
+/// Mapping: one thread per point, grid-stride.
+/// Preconditions: the batch's n points in `cols`, their tags at `tag` (point_batch::tags); tags has
+///   counts for the band's cells.
+/// Result: once the kernel has completed, every point in the band is added to the tagged counts its
+///   tag names (host_grid's add_tag_counts, the same counts whatever the order).
+/// Example: band = whole 2 x 1 grid; points (0.5, 0.5) tag 0b01, (0.7, 0.5) tag 0b11, (1.5, 0.5) tag 0:
+///   band 0: cell 0 -> 2; band 1: cell 0 -> 1; cell 1 unchanged.
+template <coord_encoding E>
+static __global__ void __launch_bounds__(batch_policy::block_threads)
+  count_tags_thread_per_point_kernel(batch_columns<E> cols, std::uint8_t const* __restrict__ tag, std::uint64_t n,
+                                     grid_spec grid, std::uint64_t first_cell, tag_counts tags)
+{
+  for (std::uint64_t i = global_thread_index(); i < n; i += grid_threads()) {
+    unsigned const t = tag[i];
+    if (t == 0) { continue; }
+    std::uint64_t const key = band_key(grid, first_cell, tags.cells, cols(0, i), cols(1, i));
+    if (key < tags.cells) { add_tag(tags, key, t); }
+  }
+}
+
+/// Mapping: one thread per output cell and tagged band, grid-stride; output cell o of band k is
+///   (row o / cols, column o % cols).
+/// Preconditions: count and tags hold the band's cells; out has bands * cells entries.
+/// Result: out[k * cells + o] = band k's count of accumulator cell first_cell + row * acc_cols + column,
+///   tag_empty where that cell's count is 0 (host_grid's finalize_tag_window), once completed.
+static __global__ void __launch_bounds__(batch_policy::block_threads)
+  finalize_tags_thread_per_cell_kernel(tag_counts tags, std::uint32_t const* __restrict__ count, std::uint64_t first_cell,
+                                       std::uint32_t acc_cols, std::uint32_t cols, std::uint64_t cells, unsigned bands,
+                                       std::uint32_t* __restrict__ out)
+{
+  for (std::uint64_t i = global_thread_index(); i < cells * bands; i += grid_threads()) {
+    std::uint64_t const k = i / cells;
+    std::uint64_t const o = i - k * cells;
+    std::uint64_t const row = o / cols;
+    std::uint64_t const c = first_cell + row * acc_cols + (o - row * cols);
+    out[i] = count[c] == 0 ? tag_empty : tags.count[k * tags.cells + c];
   }
 }
 
