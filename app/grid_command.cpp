@@ -500,8 +500,7 @@ int run_grid(grid_options const& given)
   wopt.fill.max_edge = o.fill_max_edge;
   if (!o.preview.empty()) { io::check_preview_path(o.preview, o.overwrite); }
   if (tiled_output_requested(o)) {
-    HG_EXPECTS(wopt.fill.method == io::fill_method::none, error_kind::usage,
-               "--fill applies to one output raster; with --tile-size, fill the mosaic (gdal_fillnodata.py on its VRT)");
+    io::check_fill(metrics, wopt.fill, true);
     wopt.crs_wkt = assigned_crs;
     return run_grid_tiled(o, job, metrics, wopt, paths);
   }

@@ -315,16 +315,19 @@ int report_tiled(tiled_job_report r, std::vector<skipped_input> const& unopened,
               << " %)";
     }
   }
-  spdlog::info("{} x {} tiles of {} x {} cells over a grid of {} x {}: {} written, {} empty, {} resumed, {} gridded "
+  spdlog::info("{} x {} tiles of {} x {} cells over a grid of {} x {}: {} written{}, {} empty, {} resumed, {} gridded "
                "again; {} records read, {} points in {} cells; {}; total {} ({:.1f} M points/s); wrote {}",
                r.layout.tiles_x(), r.layout.tiles_y(), r.layout.tile_cols, r.layout.tile_rows, r.layout.grid.cols,
-               r.layout.grid.rows, r.tiles_written, r.tiles_empty, r.tiles_resumed, r.tiles_redone, with_commas(r.records),
+               r.layout.grid.rows, r.tiles_written,
+               r.tiles_filled_in > 0 ? " (+" + std::to_string(r.tiles_filled_in) + " without points, filled in by --fill)"
+                                     : std::string(),
+               r.tiles_empty, r.tiles_resumed, r.tiles_redone, with_commas(r.records),
                with_commas(r.binned), with_commas(r.non_empty), workers.str(), human_seconds(total_s),
                static_cast<double>(r.records) / std::max(total_s, 1e-9) / 1e6, r.vrt);
-  spdlog::debug("stages: start and catalogue {} ({} inputs), planning {}, tiles {} ({:.1f} M records/s), VRT {}",
+  spdlog::debug("stages: start and catalogue {} ({} inputs), planning {}, tiles {} ({:.1f} M records/s), fill {}, VRT {}",
                 human_seconds(setup_s), inputs, human_seconds(r.plan_s),
                 human_seconds(r.tiles_s), static_cast<double>(r.records) / std::max(r.tiles_s, 1e-9) / 1e6,
-                human_seconds(r.vrt_s));
+                human_seconds(r.fill_s), human_seconds(r.vrt_s));
   if (!o.preview.empty() && !r.vrt.empty()) { io::write_preview(r.vrt, o.preview, o.overwrite); }
   if (o.json) {
     // --json: what was written (the VRT over the tiles, and the tiles' layout), as grid does.

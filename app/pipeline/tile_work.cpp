@@ -335,6 +335,7 @@ tile_outcome tile_worker::run(tile_task const& task)
     }
     auto write = o_.write;
     write.overwrite = true;  // the directory is the job's (checked before any tile)
+    write.fill.method = io::fill_method::none;  // filled across tile edges once every tile is written (run_tiled_job)
     tile_output output((fs::path(o_.out_dir) / tile_file_name(o_.name, layout_, tx, ty)).string(), o_.bands, write);
     auto const r = run_grid_job(sources, job, output, gpu_);
     out.status = output.written() ? tile_outcome::kind::written : tile_outcome::kind::empty;

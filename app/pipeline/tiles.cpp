@@ -65,6 +65,10 @@ std::string manifest_text(tiling const& layout, std::vector<catalogue_entry> con
     m << " (prange " << digits(o.write.prange_lo) << ',' << digits(o.write.prange_hi) << ')';  // --prange
   }
   m << "\nnodata " << digits(o.write.nodata) << '\n';
+  if (o.write.fill.method != io::fill_method::none) {
+    m << "fill " << static_cast<int>(o.write.fill.method) << ' ' << digits(o.write.fill.radius) << ' '
+      << digits(o.write.fill.max_edge) << '\n';
+  }
   m << "format " << o.write.format;
   for (auto const& c : o.write.creation_options) { m << ' ' << c; }
   std::uint64_t h = fnv1a(o.write.crs_wkt);
@@ -126,22 +130,29 @@ grid_spec plan_tiled_grid(std::vector<catalogue_entry> const& catalogue, tile_so
 
 namespace {
 
-/// Removes the hidden temporaries (".NAME.tmp-PID...", output_file's and the writers' naming) that a
-/// killed process left in `dir`: those whose PID no process on this host has. Returns how many.
+/// Removes the hidden temporaries (".NAME.tmp-PID...", output_file's and the writers' naming;
+/// ".NAME.fill-PID", fill_tiles') that a killed process left in `dir`: those whose PID no process on
+/// this host has. Returns how many.
 std::size_t remove_stale_temporaries(fs::path const& dir)
 {
   std::size_t removed = 0;
   std::error_code ec;
   for (auto const& entry : fs::directory_iterator(dir, ec)) {
     std::string const name = entry.path().filename().string();
-    auto const at = name.rfind(".tmp-");
+    // ".tmp-PID" (writers) or ".fill-PID" (--fill's filled tiles before they replace theirs).
+    auto at = name.rfind(".tmp-");
+    std::size_t mark = 5;
+    if (at == std::string::npos) {
+      at = name.rfind(".fill-");
+      mark = 6;
+    }
     if (name.empty() || name[0] != '.' || at == std::string::npos || !entry.is_regular_file(ec)) { continue; }
     std::size_t digits = 0;
-    while (at + 5 + digits < name.size() && std::isdigit(static_cast<unsigned char>(name[at + 5 + digits])) != 0) {
+    while (at + mark + digits < name.size() && std::isdigit(static_cast<unsigned char>(name[at + mark + digits])) != 0) {
       ++digits;
     }
     if (digits == 0 || digits > 9) { continue; }
-    auto const pid = static_cast<pid_t>(std::stol(name.substr(at + 5, digits)));
+    auto const pid = static_cast<pid_t>(std::stol(name.substr(at + mark, digits)));
     // kill(pid, 0) fails with ESRCH only when no such process exists (EPERM: it exists).
     if (pid <= 0 || pid == ::getpid() || ::kill(pid, 0) == 0 || errno != ESRCH) { continue; }
     if (fs::remove(entry.path(), ec)) { ++removed; }
@@ -330,6 +341,38 @@ tiled_job_report run_tiled_job(std::vector<catalogue_entry> const& catalogue, ti
       auto const tx = static_cast<std::uint32_t>(index % layout.tiles_x());
       auto const ty = static_cast<std::uint32_t>(index / layout.tiles_x());
       paths.push_back((dir / tile_file_name(o.name, layout, tx, ty)).string());
+    }
+    if (o.write.fill.method != io::fill_method::none) {
+      // Every tile is written: each is filled from the mosaic around it (values across its edges).
+      auto const fill_start = clock_type::now();
+      // Every tile near a written one: a tile without a point gets values where the fill reaches in.
+      std::vector<char> is_written(static_cast<std::size_t>(layout.count()), 0);
+      for (auto const index : written) { is_written[static_cast<std::size_t>(index)] = 1; }
+      auto const margin = static_cast<std::uint32_t>(io::fill_margin(o.write.fill));
+      std::uint32_t const kx = (margin + layout.tile_cols - 1) / layout.tile_cols;
+      std::uint32_t const ky = (margin + layout.tile_rows - 1) / layout.tile_rows;
+      std::vector<io::mosaic_tile> places;
+      for (std::uint32_t ty = 0; ty < layout.tiles_y(); ++ty) {
+        for (std::uint32_t tx = 0; tx < layout.tiles_x(); ++tx) {
+          bool const own = is_written[std::uint64_t{ty} * layout.tiles_x() + tx] != 0;
+          bool near = own;
+          for (std::uint32_t y = ty >= ky ? ty - ky : 0; !near && y <= std::min(ty + ky, layout.tiles_y() - 1); ++y) {
+            for (std::uint32_t x = tx >= kx ? tx - kx : 0; !near && x <= std::min(tx + kx, layout.tiles_x() - 1); ++x) {
+              near = is_written[std::uint64_t{y} * layout.tiles_x() + x] != 0;
+            }
+          }
+          if (!near) { continue; }
+          auto const g = layout.tile(tx, ty);
+          places.push_back({(dir / tile_file_name(o.name, layout, tx, ty)).string(), tx * layout.tile_cols,
+                            ty * layout.tile_rows, g.cols, g.rows, own});
+        }
+      }
+      std::vector<std::string> made;
+      auto notes = io::fill_tiles(layout.grid, places, o.bands, o.write, made);
+      report.warnings.insert(report.warnings.end(), notes.begin(), notes.end());
+      paths.insert(paths.end(), made.begin(), made.end());
+      report.tiles_filled_in = made.size();
+      report.fill_s = since(fill_start);
     }
     report.vrt = (dir / (o.name + ".vrt")).string();
     auto const vrt_start = clock_type::now();

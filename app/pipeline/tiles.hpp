@@ -84,6 +84,7 @@ struct tiled_job_report {
   std::uint64_t tiles_empty{0};     ///< gridded, no point in them: not written
   std::uint64_t tiles_resumed{0};   ///< done by an earlier run (--resume)
   std::uint64_t tiles_redone{0};    ///< gridded again because an input's points reached them late
+  std::uint64_t tiles_filled_in{0};  ///< without a point, made because --fill reached into them
   std::uint64_t records{0};         ///< records read, summed over tiles (an input read by k tiles counts k times)
   std::uint64_t binned{0};          ///< points written into cells (each point once)
   std::uint64_t non_empty{0};
@@ -95,6 +96,7 @@ struct tiled_job_report {
   double plan_s{0.0};   ///< planning the grid and preparing the directory (every round)
   double tiles_s{0.0};  ///< from the first tile handed out to the last one done (every round)
   double vrt_s{0.0};    ///< writing the VRT
+  double fill_s{0.0};   ///< --fill across the tiles' edges, once every tile was written
   int replans{0};
 };
 

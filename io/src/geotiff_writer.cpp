@@ -255,12 +255,8 @@ class raster_writer::impl {
                "whole numbers)");
     filling_ = options_.fill.method != fill_method::none;
     if (filling_) {
-      HG_EXPECTS(std::isfinite(options_.fill.radius) && options_.fill.radius >= 1.0, error_kind::usage,
-                 "--fill-radius: " + std::to_string(options_.fill.radius) + " is not a distance of at least 1 cell");
-      HG_EXPECTS(std::isfinite(options_.fill.max_edge) && options_.fill.max_edge >= 0.0, error_kind::usage,
-                 "--fill-max-edge: " + std::to_string(options_.fill.max_edge) + " is not a length in cells (0: any)");
-      bool const any = std::any_of(bands_.begin(), bands_.end(), [](metric m) { return fills(m); });
-      HG_EXPECTS(any && type_ != raster_data_type::uint32, error_kind::usage,
+      check_fill(bands_, options_.fill, false);
+      HG_EXPECTS(type_ != raster_data_type::uint32, error_kind::usage,
                  "--fill: no band to fill (count and density stay as counted; ask for a float metric)");
     }
     co_ = merged_creation_options(format_, options_.creation_options);
@@ -370,8 +366,7 @@ class raster_writer::impl {
     }
   }
 
-  /// Whether --fill fills band `m` (count and density stay as counted).
-  static bool fills(metric m) noexcept { return !m.is_count_like() && m != metric::density; }
+  static bool fills(metric m) noexcept { return fill_applies(m); }
 
   /// --fill on the closed file of rows, before it is converted (COG) and published.
   void fill_written()

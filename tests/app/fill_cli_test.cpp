@@ -164,5 +164,70 @@ TEST_F(Cli, BadFillRequestsAreUsageErrors)
   }
 }
 
+/// Cells of band `b` that differ between `one` (a single raster) and `mosaic` (the VRT of tiles),
+/// and (filled band) where the mosaic has no tile.
+std::size_t differing(raster const& one, raster const& mosaic, int b)
+{
+  std::size_t n = 0;
+  auto const& x = one.values[static_cast<std::size_t>(b)];
+  auto const& y = mosaic.values[static_cast<std::size_t>(b)];
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    auto const p = static_cast<float>(x[i]), q = static_cast<float>(y[i]);
+    bool const same = (std::isnan(p) && std::isnan(q)) || std::memcmp(&p, &q, sizeof p) == 0;
+    n += same ? 0 : 1;
+  }
+  return n;
+}
+
+TEST_F(Cli, FillAcrossTilesGivesTheSingleRastersCells)
+{
+  // 60 x 60 cells in tiles of 17: every tile edge has holes on both sides.
+  struct method {
+    char const* options;
+    std::size_t tolerated;  // cells of the value bands that may differ
+  };
+  method const methods[] = {{"--fill nearest --fill-radius 5", 0}, {"--fill idw --fill-radius 7", 0},
+                            {"--fill tin --fill-max-edge 6", 4}};
+  // A file: a synthetic input makes each tile's share of points anew (another cloud than the whole one).
+  auto const las = out("holes.las");
+  auto const made = run("synth lidar --points 4000 --extent 0 0 60 60 -o " + las.string());
+  ASSERT_EQ(made.code, 0) << made.output;
+  for (auto const& m : methods) {
+    auto const one = out("one.tif"), tiles = out("tiles");
+    std::string const common =
+      " " + las.string() + " --res 1 --device cpu --te 0 0 60 60 --metrics max,min,count " + m.options + " --overwrite";
+    auto const a = run("grid -o " + one.string() + common);
+    ASSERT_EQ(a.code, 0) << a.output;
+    auto const b = run("grid -o " + tiles.string() + common + " --tile-size 17");
+    ASSERT_EQ(b.code, 0) << b.output;
+    auto const x = read_raster(one), y = read_raster(tiles / "tiles.vrt");
+    ASSERT_EQ(y.bands, 4) << m.options;
+    EXPECT_EQ(read_raster(tiles / "tiles_0_0.tif").descriptions[3], "filled");
+    ASSERT_EQ(x.values[0].size(), y.values[0].size()) << m.options;
+    std::size_t filled = 0;
+    for (double v : x.values[3]) { filled += v == 1.0; }
+    EXPECT_GT(filled, 50U) << m.options << ": the test needs filled cells";
+    EXPECT_LE(differing(x, y, 0), m.tolerated) << m.options << ": max";
+    EXPECT_LE(differing(x, y, 1), m.tolerated) << m.options << ": min";
+    EXPECT_EQ(differing(x, y, 2), 0U) << m.options << ": count is never filled";
+    // The mask: the same, but where the mosaic has no tile (nodata there, 0 in the single raster).
+    std::size_t mask = 0;
+    for (std::size_t i = 0; i < x.values[3].size(); ++i) {
+      if (std::isnan(y.values[3][i])) { EXPECT_EQ(x.values[3][i], 0.0) << m.options << " cell " << i; continue; }
+      mask += x.values[3][i] != y.values[3][i];
+    }
+    EXPECT_LE(mask, m.tolerated) << m.options << ": filled";
+    // No filled tile is left hidden.
+    for (auto const& e : fs::directory_iterator(tiles)) {
+      EXPECT_EQ(e.path().filename().string().find(".fill-"), std::string::npos) << e.path();
+    }
+  }
+  // tin needs a longest edge with tiles; the tiled run leaves no output.
+  auto const bad = run("grid " + las.string() + " -o " + out("bad").string() + " --res 1 --metrics max --fill tin --tile-size 17");
+  EXPECT_EQ(bad.code, 2) << bad.output;
+  EXPECT_NE(bad.output.find("--fill tin with --tile-size needs --fill-max-edge"), std::string::npos) << bad.output;
+  EXPECT_FALSE(fs::exists(out("bad")));
+}
+
 }  // namespace
 }  // namespace heightgrid::test

@@ -49,6 +49,16 @@ struct fill_options {
   double max_edge{0.0};  ///< --fill-max-edge: tin's longest triangle edge, in cells (0: any)
 };
 
+/// Whether --fill fills band `m` (count-like bands and density stay as counted).
+[[nodiscard]] bool fill_applies(metric m) noexcept;
+
+/// --fill's options for `bands`: a radius of at least one cell, a finite max edge, a band to fill,
+/// and (`tiled`) tin's --fill-max-edge set (the margin a tile is filled with). Throws error_kind::usage.
+void check_fill(std::vector<metric> const& bands, fill_options const& fill, bool tiled);
+
+/// Cells around a tile that fill_tiles reads to fill it (what a value may come from, twice).
+[[nodiscard]] int fill_margin(fill_options const& fill) noexcept;
+
 struct raster_write_options {
   std::string format = "GTiff";                ///< "GTiff" or "COG" (case-insensitive)
   std::optional<raster_data_type> data_type;   ///< --ot: forced; otherwise chosen from the bands
@@ -186,5 +196,24 @@ class raster_writer {
   class impl;
   std::unique_ptr<impl> impl_;
 };
+
+/// A tile of a mosaic for fill_tiles: its file, its place in the whole grid, and whether it was written.
+struct mosaic_tile {
+  std::string path;
+  std::uint32_t col0{0}, row0{0};  ///< its first cell in the whole grid
+  std::uint32_t cols{0}, rows{0};
+  bool written{false};  ///< false: the tile had no point (no file); made when the fill reaches into it
+};
+
+/// --fill across the tiles of a mosaic of the whole grid `whole`, after every tile was written
+/// unfilled: each tile is filled from a window of the mosaic reaching past its edges as far as a
+/// value may come from (twice the radius, tin: --fill-max-edge, plus a cell), so that its cells take
+/// the values one raster of the whole grid gives them; a tile that had no point is made where the
+/// fill reaches into it. Each gets the last band "filled". Tiles are replaced (and made) once all
+/// are filled: hidden ".NAME.fill-PID" files until then. Returns warnings (tin) and, in `made`, the
+/// tiles made.
+[[nodiscard]] std::vector<std::string> fill_tiles(grid_spec const& whole, std::vector<mosaic_tile> const& tiles,
+                                                  std::vector<metric> const& bands, raster_write_options const& options,
+                                                  std::vector<std::string>& made);
 
 }  // namespace heightgrid::io
