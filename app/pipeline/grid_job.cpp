@@ -818,7 +818,7 @@ class grid_job {
           std::vector<std::uint32_t> tags(view.cells * fin.tags.size());
           gpu_->binner().download_tags(r, rows, tags.data());
           host_->add_tags_into(tags.data(), std::uint64_t{r} * band.grid.cols, view.cells);
-          finalize_tag_window(tags.data(), view, 0, band.grid.cols, rows, out_grid.cols, fin, f.window);
+          finalize_tag_window(tags.data(), view.cells, 1, view, 0, band.grid.cols, rows, out_grid.cols, fin, f.window);
         }
       }
       f.window.add_density(fin, o_.nodata);

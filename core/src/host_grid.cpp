@@ -67,8 +67,9 @@ band_pointers sized_bands(cell_results& r, metric_request const& request, std::s
 }
 
 /// Folds every point of `b` into the cells of `band` through `target`, which gives a point's two
-/// keys (`keys(i)`: both merged with max), prefetches a cell's accumulators (`prefetch(cell)`) and
-/// merges a run of points into a cell (`flush(cell, lo, hi, n)`).
+/// keys (`keys(i)`: both merged with max), sees each point of a run (`visit(i)`, after the run before
+/// was flushed), prefetches a cell's accumulators (`prefetch(cell)`) and merges a run of points into
+/// a cell (`flush(cell, lo, hi, n)`).
 template <class Target>
 batch_binning fold_runs(grid_band const& band, point_batch const& b, Target& target)
 {
@@ -106,12 +107,13 @@ batch_binning fold_runs(grid_band const& band, point_batch const& b, Target& tar
         continue;
       }
       auto const [lo, hi] = target.keys(first + k);
+      if (c != run) { flush(); }
+      target.visit(first + k);
       if (c == run) {
         run_lo = lo > run_lo ? lo : run_lo;
         run_hi = hi > run_hi ? hi : run_hi;
         ++run_n;
       } else {
-        flush();
         run = c;
         run_lo = lo;
         run_hi = hi;
@@ -125,30 +127,81 @@ batch_binning fold_runs(grid_band const& band, point_batch const& b, Target& tar
   return r;
 }
 
-/// fold_runs into {lo, hi} pairs of double keys (and counts, when kept).
-template <coord_encoding E, bool Counted>
+/// fold_runs into {lo, hi} pairs of double keys (and counts, when kept; and tagged counts, when
+/// `Tagged`: a run's tags are counted per band in registers and added with one atomic a band).
+template <coord_encoding E, bool Counted, bool Tagged = false>
 struct pair_target {
   using key = std::uint64_t;
   accumulator_view const& acc;
   point_batch const& b;
+  std::uint32_t* tags{nullptr};  ///< Tagged: cell c's count of band k at tags[c * bands + k]
+  std::size_t bands{0};
+  // A run's tags: byte k of `packed` counts band k (a table spreads a tag's bits into bytes: one add
+  // a point), spilled into `spilled` before a byte can overflow.
+  std::uint64_t packed{0};
+  unsigned in_packed{0};
+  std::array<std::uint32_t, max_tag_bands> spilled{};
+  bool any_spilled{false};
+
+  /// Bit k of a tag as byte k of a word.
+  static constexpr std::array<std::uint64_t, 256> spread = [] {
+    std::array<std::uint64_t, 256> t{};
+    for (unsigned v = 0; v < 256; ++v) {
+      for (unsigned k = 0; k < 8; ++k) { t[v] |= static_cast<std::uint64_t>((v >> k) & 1U) << (8 * k); }
+    }
+    return t;
+  }();
+
+  void spill() noexcept
+  {
+    for (std::size_t k = 0; k < max_tag_bands; ++k) { spilled[k] += static_cast<std::uint32_t>((packed >> (8 * k)) & 0xff); }
+    packed = 0;
+    in_packed = 0;
+    any_spilled = true;
+  }
 
   void prefetch(std::uint32_t c) const noexcept
   {
     __builtin_prefetch(&acc.lo_of(c), 1);  // hi shares its line (host_grid's layout)
     if constexpr (Counted) { __builtin_prefetch(acc.count + c, 1); }
+    if constexpr (Tagged) { __builtin_prefetch(tags + std::size_t{c} * bands, 1); }
+  }
+
+  void visit(std::size_t i) noexcept
+  {
+    if constexpr (Tagged) {
+      packed += spread[b.tags()[i]];
+      if (++in_packed == 255) { spill(); }
+    } else {
+      (void)i;
+    }
   }
   [[nodiscard]] std::pair<key, key> keys(std::size_t i) const noexcept
   {
     double const z = coords<E>::z(b, i);
     return {lo_key(z), hi_key(z)};
   }
-  void flush(std::uint32_t c, key lo, key hi, std::uint32_t n) const noexcept
+  void flush(std::uint32_t c, key lo, key hi, std::uint32_t n) noexcept
   {
     atomic_max(&acc.lo_of(c), lo);
     atomic_max(&acc.hi_of(c), hi);
     // A locked add a point costs more than both maxima (which rarely write): a grid of extremes
     // alone keeps no count (host_grid's constructor).
     if constexpr (Counted) { __atomic_fetch_add(acc.count + c, n, __ATOMIC_RELAXED); }
+    if constexpr (Tagged) {
+      if (any_spilled) { spill(); }
+      std::uint32_t* const cell = tags + std::size_t{c} * bands;
+      for (std::size_t k = 0; k < bands; ++k) {
+        std::uint32_t const add = any_spilled ? spilled[k] : static_cast<std::uint32_t>((packed >> (8 * k)) & 0xff);
+        if (add != 0) { __atomic_fetch_add(cell + k, add, __ATOMIC_RELAXED); }
+      }
+      if (any_spilled) {
+        spilled.fill(0);
+        any_spilled = false;
+      }
+      packed = 0;
+      in_packed = 0;
+    }
   }
 };
 
@@ -156,6 +209,15 @@ template <coord_encoding E, bool Counted>
 batch_binning add_points(grid_band const& band, accumulator_view const& acc, point_batch const& b)
 {
   pair_target<E, Counted> target{acc, b};
+  return fold_runs(band, b, target);
+}
+
+/// add_points of a tagged batch into a counted grid: its tags counted in the same pass.
+template <coord_encoding E>
+batch_binning add_tagged_points(grid_band const& band, accumulator_view const& acc, point_batch const& b,
+                                std::uint32_t* tags, std::size_t bands)
+{
+  pair_target<E, true, true> target{acc, b, tags, bands};
   return fold_runs(band, b, target);
 }
 
@@ -185,6 +247,7 @@ struct word_target {
   std::int32_t const* zi;
 
   void prefetch(std::uint32_t c) const noexcept { __builtin_prefetch(words + c, 1); }
+  void visit(std::size_t) const noexcept {}
   [[nodiscard]] std::pair<key, key> keys(std::size_t i) const noexcept
   {
     std::uint32_t const k = int_key(zi[i]);
@@ -317,9 +380,10 @@ void keep_points(grid_band const& band, point_batch const& b, order_store& store
   if (!cells.empty()) { store.append(std::move(cells), std::move(z)); }
 }
 
-/// Adds the tagged points of `b` to their cells' tag counts (band k's counts at tags + k * cells):
-/// one relaxed atomic add a band a tagged point, exact whatever the order and the threads.
-void add_tag_counts(grid_band const& band, point_batch const& b, std::uint32_t* tags, std::uint64_t cells)
+/// Adds the tagged points of `b` to their cells' tag counts (cell c's count of band k at
+/// tags[c * bands + k]): one relaxed atomic add a band a tagged point, exact whatever the order and
+/// the threads.
+void add_tag_counts(grid_band const& band, point_batch const& b, std::uint32_t* tags, std::size_t bands)
 {
   if (tags == nullptr || !b.tagged) { return; }
   constexpr std::size_t block = 1024;
@@ -334,7 +398,7 @@ void add_tag_counts(grid_band const& band, point_batch const& b, std::uint32_t* 
       if (c >= skip_key || t == 0) { continue; }
       while (t != 0) {
         auto const bit = static_cast<unsigned>(__builtin_ctz(t));
-        __atomic_fetch_add(tags + bit * cells + c, 1U, __ATOMIC_RELAXED);
+        __atomic_fetch_add(tags + std::size_t{c} * bands + bit, 1U, __ATOMIC_RELAXED);
         t &= t - 1;
       }
     }
@@ -453,8 +517,12 @@ batch_binning host_grid::add_batch(point_batch const& batch)
   HG_EXPECTS(batch.encoding != coord_encoding::las_records, error_kind::internal,
              "host_grid::add_batch: raw LAS records must be decoded first (decode_las_records)");
   keep_batch(band_, batch, order_.get());
-  add_tag_counts(band_, batch, tags_, acc_.cells);
   bool const f64 = batch.encoding == coord_encoding::float64;
+  if (tags_ != nullptr && batch.tagged) {
+    // Tagged counts need the counts (empty cells): such a grid keeps them, and no integer words.
+    return f64 ? add_tagged_points<coord_encoding::float64>(band_, acc_, batch, tags_, tag_bands_)
+               : add_tagged_points<coord_encoding::scaled_int32>(band_, acc_, batch, tags_, tag_bands_);
+  }
   if (words_ != nullptr && !f64 && z_rule_of_words(batch.transform)) { return add_points_words(band_, words_, batch); }
   if (words_ != nullptr && !pairs_used_.load(std::memory_order_relaxed)) {
     pairs_used_.store(true, std::memory_order_relaxed);
@@ -474,7 +542,7 @@ void host_grid::reduce_batch(point_batch const& batch, batch_partials& out) cons
   HG_EXPECTS(batch.encoding != coord_encoding::las_records, error_kind::internal,
              "host_grid::reduce_batch: raw LAS records must be decoded first (decode_las_records)");
   keep_batch(band_, batch, order_.get());
-  add_tag_counts(band_, batch, tags_, acc_.cells);
+  add_tag_counts(band_, batch, tags_, tag_bands_);
   if (batch.encoding == coord_encoding::float64) {
     reduce_points<coord_encoding::float64>(band_, sums, m2, batch, out);
   } else {
@@ -575,7 +643,8 @@ cell_results host_grid::finalize_rows(std::uint32_t row0, std::uint32_t rows, st
   if (request.needs_tags()) {
     HG_EXPECTS(tags_ != nullptr || acc_.cells == 0, error_kind::internal,
                "host_grid::finalize_rows: tagged counts of a grid that kept none");
-    finalize_tag_window(tags_, acc_, std::uint64_t{row0} * band_.grid.cols, band_.grid.cols, rows, cols, request, r);
+    finalize_tag_window(tags_, 1, tag_bands_, acc_, std::uint64_t{row0} * band_.grid.cols, band_.grid.cols, rows, cols,
+                        request, r);
   }
   return r;
 }
@@ -620,9 +689,8 @@ void host_grid::add_tags_into(std::uint32_t* out, std::uint64_t first, std::uint
   HG_EXPECTS(first + cells <= acc_.cells, error_kind::internal, "host_grid::add_tags_into: window outside the grid");
   if (tags_ == nullptr) { return; }
   for (std::size_t b = 0; b < tag_bands_; ++b) {
-    std::uint32_t const* const from = tags_ + b * acc_.cells + first;
     std::uint32_t* const to = out + b * cells;
-    for (std::uint64_t i = 0; i < cells; ++i) { to[i] += from[i]; }
+    for (std::uint64_t i = 0; i < cells; ++i) { to[i] += tags_[(first + i) * tag_bands_ + b]; }
   }
 }
 
@@ -646,22 +714,22 @@ std::uint32_t host_grid::max_count() const
   return largest;
 }
 
-void finalize_tag_window(std::uint32_t const* tags, accumulator_view const& acc, std::uint64_t first_cell,
-                         std::uint32_t acc_cols, std::uint32_t rows, std::uint32_t cols, metric_request const& request,
-                         cell_results& out)
+void finalize_tag_window(std::uint32_t const* tags, std::size_t band_stride, std::size_t cell_stride,
+                         accumulator_view const& acc, std::uint64_t first_cell, std::uint32_t acc_cols, std::uint32_t rows,
+                         std::uint32_t cols, metric_request const& request, cell_results& out)
 {
   std::size_t const cells = std::size_t{rows} * cols;
   out.size_tag_columns(request, cells);
   auto const nrows = static_cast<std::int64_t>(rows);
   for (std::size_t b = 0; b < request.tags.size(); ++b) {
-    std::uint32_t const* const band = tags + b * acc.cells;
+    std::uint32_t const* const band = tags + b * band_stride;
     std::uint32_t* const to = out.tag[b].data();
 #pragma omp parallel for schedule(static)
     for (std::int64_t row = 0; row < nrows; ++row) {
       std::uint64_t const in = first_cell + static_cast<std::uint64_t>(row) * acc_cols;
       std::uint64_t const o = static_cast<std::uint64_t>(row) * cols;
       for (std::uint32_t col = 0; col < cols; ++col) {
-        to[o + col] = cell_count(acc, in + col) == 0 ? tag_empty : band[in + col];
+        to[o + col] = cell_count(acc, in + col) == 0 ? tag_empty : band[(in + col) * cell_stride];
       }
     }
   }

@@ -64,8 +64,10 @@ void decode_filtered(std::uint8_t const* raw, std::size_t stride, std::size_t n,
   std::int32_t* const xs = out.xi();
   std::int32_t* const ys = out.yi();
   std::int32_t* const zs = out.zi();
-  std::uint8_t* const tags = out.tags();
-  tag_table const& tagging = rules.tags();
+  // A byte store may alias anything: restrict, and the table a local copy, keep the loop's other
+  // values in registers.
+  std::uint8_t* __restrict const tags = out.tags();
+  tag_table const tagging = Tagged ? rules.tags() : tag_table{};
   out.tagged = Tagged;
   bool const need_z = ExactXyz || rules.checks_z();
   std::size_t k = out.size;

@@ -144,18 +144,21 @@ class host_grid {
   double z_offset_{0.0};
   std::atomic<bool> pairs_used_{false};  ///< a batch went to the pairs of a grid with words
   std::unique_ptr<order_store> order_;  ///< the kept points, when order statistics are asked
-  // Tagged counts (metric_request::tags): band k's cells at tags_ + k * cells, mapped lazily.
+  // Tagged counts (metric_request::tags): cell c's count of band k at tags_[c * tag_bands_ + k] (a
+  // run's bands on one cache line), mapped lazily.
   std::uint32_t* tags_{nullptr};
   std::size_t tags_bytes_{0};
   std::size_t tag_bands_{0};
 };
 
 /// The tagged count columns (request.tags) of a window of `rows` rows of `cols` cells into `out`
-/// (sized here): band k's count of cell c is tags[k * acc.cells + c], tag_empty where `acc` says the
-/// cell is empty. `acc`, `first_cell` and `acc_cols` as for finalize_window.
-void finalize_tag_window(std::uint32_t const* tags, accumulator_view const& acc, std::uint64_t first_cell,
-                         std::uint32_t acc_cols, std::uint32_t rows, std::uint32_t cols, metric_request const& request,
-                         cell_results& out);
+/// (sized here): band k's count of cell c is tags[k * band_stride + c * cell_stride] (a host grid's
+/// cell-major counts: 1 and the bands; a device window's band-major ones: its cells and 1),
+/// tag_empty where `acc` says the cell is empty. `acc`, `first_cell` and `acc_cols` as for
+/// finalize_window.
+void finalize_tag_window(std::uint32_t const* tags, std::size_t band_stride, std::size_t cell_stride,
+                         accumulator_view const& acc, std::uint64_t first_cell, std::uint32_t acc_cols, std::uint32_t rows,
+                         std::uint32_t cols, metric_request const& request, cell_results& out);
 
 /// Output bands of accumulator rows: the finalize_cell loop over a window, shared by host_grid and
 /// the app's merge of downloaded device windows. `acc` holds `rows` rows of `acc_cols` cells from
