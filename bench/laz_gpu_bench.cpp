@@ -15,7 +15,7 @@
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/kernels/laz_gpu.hpp"
 
-#include "las_internal.hpp"
+#include "las/las_internal.hpp"
 #include "laz/laz_source.hpp"
 #include "laz/laz_vlr.hpp"
 

@@ -10,8 +10,8 @@
 #include "heightgrid/core/point_source.hpp"
 #include "las_parts_helpers.hpp"
 #include "las_test_helpers.hpp"
-#include "las_dimension.hpp"
-#include "las_internal.hpp"
+#include "las/las_dimension.hpp"
+#include "las/las_internal.hpp"
 #include "laz/laz_vlr.hpp"
 #include "test_paths.hpp"
 

@@ -8,7 +8,7 @@
 #include "heightgrid/core/bulk_decoder.hpp"
 #include "heightgrid/core/point_filter.hpp"
 #include "heightgrid/core/point_source.hpp"
-#include "las_internal.hpp"
+#include "las/las_internal.hpp"
 #include "las_parts_helpers.hpp"
 #include "laz/laz_source.hpp"
 #include "laz/laz_vlr.hpp"

@@ -15,7 +15,7 @@
 #include "heightgrid/kernels/laz_gpu.hpp"
 
 #include "kernels_test_support.hpp"
-#include "las_internal.hpp"
+#include "las/las_internal.hpp"
 #include "laz/laz_arith.hpp"
 #include "laz/laz_pointwise.hpp"
 #include "laz/laz_source.hpp"

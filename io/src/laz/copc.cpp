@@ -1,8 +1,8 @@
 #include "copc.hpp"
 
 #include "heightgrid/core/error.hpp"
-#include "las_internal.hpp"
-#include "las_layout.hpp"
+#include "las/las_internal.hpp"
+#include "las/las_layout.hpp"
 
 #include <cmath>
 #include <map>

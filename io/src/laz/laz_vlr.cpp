@@ -1,7 +1,7 @@
 #include "laz_vlr.hpp"
 
 #include "laz_arith.hpp"
-#include "las_layout.hpp"
+#include "las/las_layout.hpp"
 
 #include <cstring>
 

@@ -4,7 +4,7 @@
 #include "heightgrid/core/output_path.hpp"
 #include "heightgrid/io/gdal_env.hpp"
 
-#include "gdal_internal.hpp"
+#include "gdal/gdal_internal.hpp"
 
 #include <gdal_priv.h>
 

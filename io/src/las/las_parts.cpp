@@ -7,9 +7,9 @@
 #include "heightgrid/core/bulk_decoder.hpp"
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/io/remote.hpp"
-#include "las_dimension.hpp"
-#include "las_internal.hpp"
-#include "las_layout.hpp"
+#include "las/las_dimension.hpp"
+#include "las/las_internal.hpp"
+#include "las/las_layout.hpp"
 #include "laz/copc.hpp"
 #include "laz/laz_source.hpp"
 

@@ -2,7 +2,7 @@
 
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/io/las_crs.hpp"
-#include "las_layout.hpp"
+#include "las/las_layout.hpp"
 
 #include <algorithm>
 #include <array>

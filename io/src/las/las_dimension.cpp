@@ -1,4 +1,4 @@
-#include "las_dimension.hpp"
+#include "las/las_dimension.hpp"
 
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/core/quote.hpp"

@@ -1,7 +1,7 @@
 #include "heightgrid/io/remote.hpp"
 
 #include "heightgrid/io/gdal_env.hpp"
-#include "gdal_internal.hpp"
+#include "gdal/gdal_internal.hpp"
 
 #include <algorithm>
 #include <atomic>

@@ -1,6 +1,6 @@
 #include "heightgrid/io/vrt_writer.hpp"
 
-#include "gdal_internal.hpp"
+#include "gdal/gdal_internal.hpp"
 
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/core/temp_registry.hpp"

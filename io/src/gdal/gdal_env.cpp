@@ -1,6 +1,6 @@
 #include "heightgrid/io/gdal_env.hpp"
 
-#include "gdal_internal.hpp"
+#include "gdal/gdal_internal.hpp"
 
 #include <cpl_conv.h>
 #include <cpl_string.h>

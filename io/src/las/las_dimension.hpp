@@ -3,8 +3,8 @@
 // scale and offset, for the standard dimensions (by PDAL's names) and the extra bytes the Extra
 // Bytes VLR describes (by their names).
 
-#include "las_internal.hpp"
-#include "las_layout.hpp"
+#include "las/las_internal.hpp"
+#include "las/las_layout.hpp"
 
 #include <cstddef>
 #include <cstdint>

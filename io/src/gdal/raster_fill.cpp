@@ -5,7 +5,7 @@
 // nearest mode: written here, by Euclidean distance in cells, ties to the first in row order); tin
 // interpolates linearly in the triangles of GDAL's Delaunay triangulation of the non-empty cells.
 
-#include "raster_fill.hpp"
+#include "gdal/raster_fill.hpp"
 
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/io/gdal_env.hpp"

@@ -4,8 +4,8 @@
 #include "heightgrid/io/las_reader.hpp"
 
 #include "heightgrid/core/error.hpp"
-#include "las_internal.hpp"
-#include "las_layout.hpp"
+#include "las/las_internal.hpp"
+#include "las/las_layout.hpp"
 #include "laz/laz_source.hpp"
 #include "laz/laz_vlr.hpp"
 

@@ -3,9 +3,9 @@
 
 #include "heightgrid/io/geotiff_writer.hpp"
 
-#include "gdal_internal.hpp"
-#include "raster_fill.hpp"
-#include "raster_options.hpp"
+#include "gdal/gdal_internal.hpp"
+#include "gdal/raster_fill.hpp"
+#include "gdal/raster_options.hpp"
 
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/core/temp_registry.hpp"

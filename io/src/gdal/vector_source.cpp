@@ -3,7 +3,7 @@
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/io/gdal_env.hpp"
 
-#include "gdal_internal.hpp"
+#include "gdal/gdal_internal.hpp"
 
 #include <ogrsf_frmts.h>
 

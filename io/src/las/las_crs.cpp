@@ -1,9 +1,9 @@
 #include "heightgrid/io/las_crs.hpp"
 
-#include "gdal_internal.hpp"
+#include "gdal/gdal_internal.hpp"
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/io/gdal_env.hpp"
-#include "las_layout.hpp"
+#include "las/las_layout.hpp"
 
 #include <cpl_conv.h>
 #include <cpl_error.h>

@@ -3,7 +3,7 @@
 // (las_parts.cpp) open files, decode record attributes and describe themselves the same way.
 
 #include "heightgrid/io/las_reader.hpp"
-#include "las_layout.hpp"
+#include "las/las_layout.hpp"
 #include "laz/laz_source.hpp"
 #include "laz/laz_vlr.hpp"
 

@@ -2,12 +2,12 @@
 // geotiff_writer.hpp that need no dataset: data type names, the format from a path, the inputs an
 // output must not replace, check_output_path.
 
-#include "raster_options.hpp"
+#include "gdal/raster_options.hpp"
 
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/core/output_path.hpp"
 
-#include "gdal_internal.hpp"
+#include "gdal/gdal_internal.hpp"
 
 #include <gdal_priv.h>
 

@@ -4,7 +4,7 @@
 
 #include "heightgrid/io/ept.hpp"
 
-#include "gdal_internal.hpp"
+#include "gdal/gdal_internal.hpp"
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/core/point_batch.hpp"
 #include "heightgrid/core/quote.hpp"

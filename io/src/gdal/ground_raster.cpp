@@ -1,6 +1,6 @@
 #include "heightgrid/io/ground_raster.hpp"
 
-#include "gdal_internal.hpp"
+#include "gdal/gdal_internal.hpp"
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/io/gdal_env.hpp"
 #include "heightgrid/io/remote.hpp"

@@ -1,14 +1,14 @@
 #include "heightgrid/io/geotiff_writer.hpp"
 
-#include "raster_fill.hpp"
+#include "gdal/raster_fill.hpp"
 
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/core/output_path.hpp"
 #include "heightgrid/core/temp_registry.hpp"
 #include "heightgrid/io/gdal_env.hpp"
 
-#include "gdal_internal.hpp"
-#include "raster_options.hpp"
+#include "gdal/gdal_internal.hpp"
+#include "gdal/raster_options.hpp"
 
 #include <cpl_string.h>
 #include <ogr_spatialref.h>
