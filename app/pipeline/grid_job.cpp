@@ -911,7 +911,8 @@ bool auto_wants_gpu(std::uint64_t points, metric_request const& request, unsigne
   if (request.needs_order()) { return points >= policy::order_gpu_min_points; }
   if (request.needs_sums()) { return points >= policy::sums_gpu_min_points; }
   auto const n = static_cast<double>(points);
-  double const cpu_s = n / (std::max(threads, 1U) * policy::las_cpu_points_per_thread_s);
+  double const tags = 1.0 + policy::las_cpu_tag_band_share * static_cast<double>(request.tags.size());
+  double const cpu_s = tags * n / (std::max(threads, 1U) * policy::las_cpu_points_per_thread_s);
   double const gpu_s = policy::las_gpu_fixed_s + n / policy::las_gpu_points_per_s;
   return gpu_s < cpu_s;
 }

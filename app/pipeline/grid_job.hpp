@@ -46,6 +46,10 @@ struct auto_device_policy {
   static constexpr double las_cpu_points_per_thread_s = 2.1e7;
   static constexpr double las_gpu_points_per_s = 7.0e8;
   static constexpr double las_gpu_fixed_s = 0.5;
+  /// Tagged count bands (count:CLASSES, first, last) each add this share of the CPU route's binning
+  /// (tags counted beside the extremes and counts; the GPU's cost barely moves). docs/benchmarks.md,
+  /// "Tagged counts".
+  static constexpr double las_cpu_tag_band_share = 0.5;
   /// The CPU bins while CUDA starts where the host's accumulators stay within this (RSS within issue
   /// #36's 512 MB of the CPU route). docs/benchmarks.md, "LAS on the device".
   static constexpr std::uint64_t cooperative_host_bytes = std::uint64_t{512} << 20;
