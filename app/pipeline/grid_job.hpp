@@ -49,7 +49,7 @@ struct auto_device_policy {
   /// Tagged count bands (count:CLASSES, first, last) each add this share of the CPU route's binning
   /// (tags counted beside the extremes and counts; the GPU's cost barely moves). docs/benchmarks.md,
   /// "Tagged counts".
-  static constexpr double las_cpu_tag_band_share = 0.5;
+  static constexpr double las_cpu_tag_band_share = 0.25;
   /// The CPU bins while CUDA starts where the host's accumulators stay within this (RSS within issue
   /// #36's 512 MB of the CPU route). docs/benchmarks.md, "LAS on the device".
   static constexpr std::uint64_t cooperative_host_bytes = std::uint64_t{512} << 20;
