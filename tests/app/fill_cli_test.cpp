@@ -153,7 +153,7 @@ TEST_F(Cli, BadFillRequestsAreUsageErrors)
     {" --metrics max --fill tin --fill-max-edge -1", "--fill-max-edge: -1.000000 is not a length in cells"},
     {" --metrics count --fill idw", "--fill: no band to fill"},
     {" --metrics max --fill idw --fill-radius 0", "--fill-radius: 0.000000 is not a distance of at least 1 cell"},
-    {" --metrics max --fill idw --tile-size 10", "--fill applies to one output raster"},
+    {" --metrics max --fill tin --tile-size 10", "--fill tin with --tile-size needs --fill-max-edge"},
   };
   for (auto const& c : cases) {
     auto const o = out("bad.tif");
