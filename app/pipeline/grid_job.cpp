@@ -1,5 +1,7 @@
 #include "pipeline/grid_job.hpp"
 
+#include "pipeline/band_accumulators.hpp"
+
 #include "pipeline/progress.hpp"
 #include "pipeline/sinks.hpp"
 #include "report.hpp"
@@ -22,11 +24,6 @@ namespace {
 using clock_type = std::chrono::steady_clock;
 
 double seconds_since(clock_type::time_point t) { return std::chrono::duration<double>(clock_type::now() - t).count(); }
-
-/// Cells per finalized window: 2^24 (64 MiB per float band), whole rows. Windows of 2^20 cells, to
-/// let GDAL compress one window while the next is finalized, did not measure faster on the 16-core
-/// H200 host (finalize and compression compete for the same cores).
-constexpr std::uint64_t window_cells = std::uint64_t{1} << 24;
 
 /// Ring slots per worker thread: each worker holds one while reading; the rest are in flight.
 constexpr std::size_t ring_slots_per_worker = 2;
@@ -263,34 +260,19 @@ class grid_job {
       give_back("no LAZ chunk the GPU decoder can take");
       return;
     }
-    std::uint64_t const points = stage->point_count();
     if (choice == laz_decoder_choice::automatic) {
-      using policy = auto_device_policy;
-      auto const n = static_cast<double>(points);
-      auto const pointwise_n = static_cast<double>(stage->pointwise_point_count());
-      double const cpu_s = (n - pointwise_n) / (threads_ * policy::laz_cpu_points_per_thread_s) +
-                           pointwise_n / (threads_ * policy::laz_cpu_pointwise_points_per_thread_s);
-      double gpu_s = 0.0;
-      if (!sums_ && !order_ && binner_options().reduction == batch_reduction::atomic) {
-        // The records will be binned where they are decoded (bin_band: fold_laz).
-        gpu_s = policy::laz_fold_start_s + n * policy::laz_fold_seconds_per_point +
-                std::max({stage->largest_chunk() * policy::laz_fold_seconds_per_chunk_point,
-                          stage->largest_pointwise_chunk() * policy::laz_pointwise_seconds_per_chunk_point,
-                          (n - pointwise_n) / policy::laz_fold_points_per_s +
-                            pointwise_n / policy::laz_pointwise_points_per_s});
-      } else {
-        double const waves = std::ceil(static_cast<double>(stage->chunk_count()) / policy::laz_gpu_wave_chunks);
-        gpu_s = policy::laz_gpu_start_s +
-                waves * std::max(stage->largest_chunk() * policy::laz_gpu_seconds_per_chunk_point,
-                                 stage->largest_pointwise_chunk() * policy::laz_pointwise_seconds_per_chunk_point) +
-                n * policy::laz_records_seconds_per_point;
-      }
-      if (points < policy::laz_gpu_min_points || gpu_s * policy::laz_gpu_margin >= cpu_s) {
-        std::ostringstream note;
-        note.precision(2);
-        note << std::fixed << "not used: " << points << " LAZ points decode in ~" << cpu_s << " s on " << threads_
-             << " threads, ~" << gpu_s << " s on the GPU";
-        give_back(note.str());
+      laz_offload_facts f;
+      f.points = stage->point_count();
+      f.pointwise_points = stage->pointwise_point_count();
+      f.largest_chunk = stage->largest_chunk();
+      f.largest_pointwise_chunk = stage->largest_pointwise_chunk();
+      f.chunks = stage->chunk_count();
+      f.threads = threads_;
+      // The records are binned where they are decoded (bin_band: fold_laz), or go down.
+      f.fold = !sums_ && !order_ && binner_options().reduction == batch_reduction::atomic;
+      auto const e = estimate_laz_offload(f);
+      if (!e.use_gpu) {
+        give_back(e.note(f));
         return;
       }
     }
@@ -571,7 +553,7 @@ class grid_job {
           if (!levels_cut_) { out_grid = actual; }  // the same origin: the guessed grid cropped at the right and bottom
         }
         report_.grid = out_grid;
-        output_.begin(out_grid, max_count_bound(todo.empty() ? 1 : 2));
+        output_.begin(out_grid, max_count_bound(todo.empty() ? 1 : 2, band));
       }
       finalize_band(band, out_grid);
     }
@@ -639,7 +621,6 @@ class grid_job {
     if (o_.device == device_choice::automatic) {
       make_host = [this, band]() -> host_grid* {
         host_ = std::make_unique<host_grid>(band, acc_request_, order_capacity(band));
-        fell_back_ = true;
         return host_.get();
       };
     }
@@ -716,7 +697,13 @@ class grid_job {
     }
   }
 
-  std::uint64_t max_count_bound(int bands)
+  /// The band's accumulators, wherever its pass left them (band_accumulators.hpp).
+  band_accumulators accumulators(grid_band const& band) const
+  {
+    return band_accumulators(band, host_.get(), gpu_used_ ? &gpu_->binner() : nullptr);
+  }
+
+  std::uint64_t max_count_bound(int bands, grid_band const& band)
   {
     // Tagged counts are at most their cell's count: one bound for every count-like band.
     if (!o_.request.count && !o_.request.needs_tags()) { return 0; }
@@ -725,58 +712,7 @@ class grid_job {
       std::uint64_t const known = known_points();
       return known > 0 ? known : std::numeric_limits<std::uint64_t>::max();
     }
-    if (!gpu_used_) { return host_->max_count(); }
-    if (host_ == nullptr || (fell_back_ == false && route_ == bin_route::gpu)) { return gpu_->binner().max_count(); }
-    // Both sides binned: a cell's count is the sum of two; cheap bound first, exact when it matters.
-    std::uint64_t const bound = std::uint64_t{host_->max_count()} + gpu_->binner().max_count();
-    return bound <= (std::uint64_t{1} << 24) ? bound : exact_merged_max();
-  }
-
-  std::uint64_t exact_merged_max()
-  {
-    auto const& band = gpu_->binner().band();
-    std::uint32_t const rows_per = static_cast<std::uint32_t>(std::max<std::uint64_t>(1, window_cells / band.grid.cols));
-    std::uint64_t largest = 0;
-    window_scratch w;
-    for (std::uint32_t r = 0; r < band.rows; r += rows_per) {
-      std::uint32_t const rows = std::min(rows_per, band.rows - r);
-      auto const view = merged_window(band, r, rows, w);
-      for (std::uint64_t i = 0; i < view.cells; ++i) { largest = std::max<std::uint64_t>(largest, view.count[i]); }
-    }
-    return largest;
-  }
-
-  struct window_scratch {
-    std::vector<std::uint64_t> lo, hi;
-    std::vector<std::uint32_t> count;
-  };
-
-  /// Device rows downloaded, the host's rows merged into them.
-  accumulator_view merged_window(grid_band const& band, std::uint32_t row0, std::uint32_t rows, window_scratch& w)
-  {
-    std::uint64_t const cells = std::uint64_t{rows} * band.grid.cols;
-    w.lo.resize(cells);
-    w.hi.resize(cells);
-    w.count.resize(cells);
-    gpu_->binner().download_extremes(row0, rows, w.lo.data(), w.hi.data(), w.count.data());
-    accumulator_view const view{w.lo.data(), w.hi.data(), w.count.data(), nullptr, nullptr, cells};
-    if (host_ != nullptr) { host_->merge_into(view, std::uint64_t{row0} * band.grid.cols); }
-    return view;
-  }
-
-  static window_counts counts_of(column<std::uint32_t> const& count)
-  {
-    std::uint64_t total = 0, non_empty = 0;
-    std::uint32_t largest = 0;
-    auto const cells = static_cast<std::int64_t>(count.size());
-#pragma omp parallel for reduction(+ : total, non_empty) reduction(max : largest) schedule(static)
-    for (std::int64_t i = 0; i < cells; ++i) {
-      std::uint32_t const n = count[static_cast<std::size_t>(i)];
-      total += n;
-      non_empty += n != 0;
-      largest = std::max(largest, n);
-    }
-    return {total, non_empty, largest};
+    return accumulators(band).max_count();
   }
 
   void finalize_band(grid_band const& band, grid_spec const& out_grid)
@@ -789,50 +725,21 @@ class grid_job {
       static_cast<std::uint32_t>(std::max<std::uint64_t>(1, window_cells / std::max<std::uint32_t>(1, band.grid.cols)));
     metric_request fin = o_.request;
     fin.cell_area = std::fabs(out_grid.xres * out_grid.yres);
-    metric_request with_count = fin;
-    with_count.count = true;  // the device's windows: non-empty cells and the total are counted from it
-    bool const host_only = !gpu_used_;
-    bool const device_only = gpu_used_ && host_ == nullptr;
-    window_scratch scratch;
+    band_accumulators acc = accumulators(band);
     double writing = 0.0;
     omp_set_num_threads(static_cast<int>(threads_));
-    struct finalized {
-      cell_results window;
-      window_counts counts;
-    };
     auto const finalize = [&](std::uint32_t r) {
-      std::uint32_t const rows = std::min(rows_per, rows_in_band - r);
-      finalized f;
-      if (host_only) {
-        f.window = host_->finalize_rows(r, rows, out_grid.cols, fin, o_.nodata, &f.counts);
-      } else if (device_only) {
-        f.window = gpu_->binner().finalize_rows(r, rows, out_grid.cols, with_count, o_.nodata);
-        f.counts = counts_of(f.window.count);
-        if (!o_.request.count) { f.window.count = {}; }
-      } else {
-        auto const view = merged_window(band, r, rows, scratch);
-        f.window = finalize_window(view, 0, band.grid.cols, rows, out_grid.cols, fin, o_.nodata, &f.counts);
-        if (fin.needs_tags()) {
-          // Both sides' tagged counts of the window's rows, summed (only a GPU that failed mid-pass
-          // leaves tagged points on both: the cooperative route keeps them on the GPU alone).
-          std::vector<std::uint32_t> tags(view.cells * fin.tags.size());
-          gpu_->binner().download_tags(r, rows, tags.data());
-          host_->add_tags_into(tags.data(), std::uint64_t{r} * band.grid.cols, view.cells);
-          finalize_tag_window(tags.data(), view.cells, 1, view, 0, band.grid.cols, rows, out_grid.cols, fin, f.window);
-        }
-      }
-      f.window.add_density(fin, o_.nodata);
-      return f;
+      return acc.finalize(r, std::min(rows_per, rows_in_band - r), out_grid.cols, fin, o_.nodata);
     };
     // Where the device finalizes, window k + 1 is finalized and downloaded while window k is written
     // (its DEFLATE takes the cores; the device and the copy engine are free). On the CPU both would
     // take the same cores: one after the other.
     bool const overlap = gpu_used_;
-    std::future<finalized> next;
+    std::future<finalized_window> next;
     if (overlap) { next = std::async(std::launch::async, finalize, 0U); }
     for (std::uint32_t r = 0; r < rows_in_band; r += rows_per) {
       std::uint32_t const rows = std::min(rows_per, rows_in_band - r);
-      finalized f = overlap ? next.get() : finalize(r);
+      finalized_window f = overlap ? next.get() : finalize(r);
       if (overlap && r + rows < rows_in_band) { next = std::async(std::launch::async, finalize, r + rows); }
       window_counts const& c = f.counts;
       std::uint32_t largest = c.largest;
@@ -842,17 +749,13 @@ class grid_job {
       counted_ += total;
       report_.non_empty += non_empty;
       auto const w = clock_type::now();
-      output_.write_rows(band.first_row + r, rows, f.window);
+      output_.write_rows(band.first_row + r, rows, f.bands);
       writing += seconds_since(w);
     }
     report_.finalize_s += seconds_since(t) - writing;
     if (gpu_used_) { report_.gpu = gpu_->binner().times(); }
   }
 
-  /// --device gpu where the CPU binned every point while CUDA started: the output is complete, but
-  /// a job on a host without a usable GPU must still fail as --device gpu promises. Waits for CUDA's
-  /// start (after the output was written: it overlaps the writing), not for the binner it would have
-  /// made (the process ends without waiting for that: gpu_start_in_flight).
   void confirm_gpu()
   {
     if (o_.device != device_choice::gpu || gpu_ == nullptr || gpu_used_) { return; }
@@ -893,7 +796,6 @@ class grid_job {
   bool no_points_{false};
   bool levels_cut_{false};  ///< COPC inputs read above their deepest level (restrict_sources)
   bool gpu_used_{false};
-  bool fell_back_{false};
   std::unique_ptr<host_grid> host_;
   read_report last_read_;
   std::uint64_t pass_outside_{0};
@@ -903,19 +805,6 @@ class grid_job {
 };
 
 }  // namespace
-
-bool auto_wants_gpu(std::uint64_t points, metric_request const& request, unsigned threads) noexcept
-{
-  using policy = auto_device_policy;
-  if (points == 0) { return true; }  // unknown: start it, the CPU works meanwhile
-  if (request.needs_order()) { return points >= policy::order_gpu_min_points; }
-  if (request.needs_sums()) { return points >= policy::sums_gpu_min_points; }
-  auto const n = static_cast<double>(points);
-  double const tags = 1.0 + policy::las_cpu_tag_band_share * static_cast<double>(request.tags.size());
-  double const cpu_s = tags * n / (std::max(threads, 1U) * policy::las_cpu_points_per_thread_s);
-  double const gpu_s = policy::las_gpu_fixed_s + n / policy::las_gpu_points_per_s;
-  return gpu_s < cpu_s;
-}
 
 bounds read_bounds(std::vector<part_source*> const& sources, filter_options const& filter, unsigned threads)
 {

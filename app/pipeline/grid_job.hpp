@@ -16,6 +16,7 @@
 // A grid whose accumulators do not fit the memory budget is done in bands of rows, one pass each.
 
 #include "pipeline/gpu_stage.hpp"
+#include "pipeline/route_policy.hpp"
 #include "pipeline/laz_gpu_stage.hpp"
 #include "pipeline/scheduler.hpp"
 
@@ -33,56 +34,6 @@
 #include <vector>
 
 namespace heightgrid::app {
-
-enum class device_choice { automatic, gpu, cpu };
-
-/// The thresholds of --device auto: each a rule, its measurement in the docs/benchmarks.md section
-/// named beside it (a new measurement moves the constant and the section, not this comment).
-struct auto_device_policy {
-  /// Range/min/max/count: the GPU route when `las_gpu_fixed_s` + points / `las_gpu_points_per_s`
-  /// beats points / (threads x `las_cpu_points_per_thread_s`): the CPU route's time falls with its
-  /// cores, the GPU route's (CUDA's start, the copies) does not. Fitted on 16- and 32-core H200
-  /// hosts (crossover 3-4 x 10^8 on 16 cores, above 10^9 on 32). docs/benchmarks.md, "LAS on the device".
-  static constexpr double las_cpu_points_per_thread_s = 2.1e7;
-  static constexpr double las_gpu_points_per_s = 7.0e8;
-  static constexpr double las_gpu_fixed_s = 0.5;
-  /// Tagged count bands (count:CLASSES, first, last) each add this share of the CPU route's binning
-  /// (tags counted beside the extremes and counts; the GPU's cost barely moves). docs/benchmarks.md,
-  /// "Tagged counts".
-  static constexpr double las_cpu_tag_band_share = 0.25;
-  /// The CPU bins while CUDA starts where the host's accumulators stay within this (RSS within issue
-  /// #36's 512 MB of the CPU route). docs/benchmarks.md, "LAS on the device".
-  static constexpr std::uint64_t cooperative_host_bytes = std::uint64_t{512} << 20;
-  /// Mean/stddev (one side only: sums merged in batch order): the CPU's per-batch sorts lose from
-  /// here. docs/benchmarks.md, "--device auto for mean/stddev and percentiles".
-  static constexpr std::uint64_t sums_gpu_min_points = 130'000'000;
-  /// Percentiles: the CPU's per-cell sorts lose from here. docs/benchmarks.md, "Percentiles".
-  static constexpr std::uint64_t order_gpu_min_points = 25'000'000;
-  /// LAZ chunks go to the GPU decoder when its estimate beats the CPU's decoding
-  /// (`laz_cpu_points_per_thread_s` a thread) by `laz_gpu_margin`, never below `laz_gpu_min_points`.
-  /// Records downloaded to the readers: CUDA's start, a wave of `laz_gpu_wave_chunks` chunks per
-  /// `laz_gpu_seconds_per_chunk_point` of the largest chunk, the readers' binning a point.
-  /// docs/benchmarks.md, "LAZ on the device".
-  static constexpr std::uint64_t laz_gpu_min_points = 20'000'000;
-  static constexpr double laz_cpu_points_per_thread_s = 3.7e6;
-  static constexpr double laz_gpu_seconds_per_chunk_point = 9.5e-6;
-  static constexpr double laz_gpu_start_s = 0.5;
-  static constexpr double laz_records_seconds_per_point = 1.5e-9;
-  static constexpr double laz_gpu_margin = 1.15;
-  static constexpr std::size_t laz_gpu_wave_chunks = 2000;
-  /// Records binned where they are decoded: the start, reading + uploading + binning a point, and the
-  /// longer of the last round (one chunk's latency a point of the largest chunk) and every point at
-  /// the decoder's rate. docs/benchmarks.md, "LAZ on the device".
-  static constexpr double laz_fold_start_s = 0.45;
-  static constexpr double laz_fold_seconds_per_point = 0.7e-9;
-  static constexpr double laz_fold_seconds_per_chunk_point = 4.9e-6;
-  static constexpr double laz_fold_points_per_s = 2.8e8;
-  /// Pointwise chunks (formats 0-3: one serial chain of every item), on the same model; the CPU
-  /// decodes them slower than layered ones too. docs/benchmarks.md, "Pointwise LAZ on the device".
-  static constexpr double laz_cpu_pointwise_points_per_thread_s = 2.3e6;
-  static constexpr double laz_pointwise_points_per_s = 9.0e7;
-  static constexpr double laz_pointwise_seconds_per_chunk_point = 2.0e-5;
-};
 
 /// Which decoder takes LAZ chunks (layered, pointwise of formats 0-3): `automatic` follows --device (cpu: the CPU; gpu: the GPU
 /// for every chunk it can decode; auto: by auto_device_policy's estimate).
@@ -186,10 +137,6 @@ grid_job_report run_grid_job(std::vector<std::unique_ptr<part_source>> const& so
 /// Bounds of the points `sources` keep under `filter`, from a pass that only reads (`threads`
 /// workers; 0: every core).
 [[nodiscard]] bounds read_bounds(std::vector<part_source*> const& sources, filter_options const& filter, unsigned threads);
-
-/// Whether a job of `points` points (0: unknown) with `request` would use the GPU under --device
-/// auto: callers start the GPU early with it.
-[[nodiscard]] bool auto_wants_gpu(std::uint64_t points, metric_request const& request, unsigned threads) noexcept;
 
 /// Worker threads for `requested` (0: the cores this process may use).
 [[nodiscard]] unsigned worker_threads(unsigned requested) noexcept;

@@ -215,6 +215,34 @@ TEST(AutoDevice, EachKindOfJobStartsTheGpuWhereItWasMeasuredToWin)
   EXPECT_TRUE(auto_wants_gpu(300'000'000, tagged, 16));
 }
 
+TEST(AutoDevice, LazChunksGoToTheGpuDecoderWhereItsEstimateWins)
+{
+  // docs/benchmarks.md, "LAZ on the device" (16 cores): layered chunks of 50,000 points binned where
+  // they are decoded move to the GPU from ~5 * 10^7 points; never below laz_gpu_min_points.
+  laz_offload_facts f;
+  f.largest_chunk = 50'000;
+  f.threads = 16;
+  f.fold = true;
+  f.points = 1'000'000'000;
+  f.chunks = 27'273;
+  auto const big = estimate_laz_offload(f);
+  EXPECT_TRUE(big.use_gpu) << big.cpu_s << " vs " << big.gpu_s;
+  f.points = 10'000'000;
+  f.chunks = 200;
+  EXPECT_FALSE(estimate_laz_offload(f).use_gpu);
+  EXPECT_NE(estimate_laz_offload(f).note(f).find("not used: 10000000 LAZ points decode in ~"), std::string::npos);
+  // Pointwise chunks (a serial chain a chunk): 2.4 * 10^8 points of 36,000-point chunks on 32 cores.
+  f = laz_offload_facts{};
+  f.points = f.pointwise_points = 240'000'000;
+  f.largest_pointwise_chunk = 36'702;
+  f.chunks = 6'540;
+  f.threads = 32;
+  f.fold = true;
+  auto const pw = estimate_laz_offload(f);
+  EXPECT_GT(pw.cpu_s, 0.0);
+  EXPECT_GT(pw.gpu_s, 0.0);
+}
+
 TEST(GridJob, CpuEqualsTheWholeCloudForPartsThatCutCells)
 {
   for (std::size_t part : {std::size_t{1}, std::size_t{7}, std::size_t{1000}}) {

@@ -1,0 +1,61 @@
+#pragma once
+// A band's accumulators after its binning pass, wherever they are: on the host (host_grid), on the
+// device (gpu_binner), or on both (a job whose CPU binned while CUDA started, or whose GPU failed
+// mid-pass), and how they become output windows: finalized on their side, or the device's rows
+// downloaded and the host's merged into them window by window.
+
+#include "heightgrid/core/grid_spec.hpp"
+#include "heightgrid/core/host_grid.hpp"
+#include "heightgrid/core/metrics.hpp"
+#include "heightgrid/kernels/gpu_binner.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace heightgrid::app {
+
+/// Cells per finalized window: 2^24 (64 MiB per float band), whole rows. Windows of 2^20 cells, to
+/// let GDAL compress one window while the next is finalized, did not measure faster on the 16-core
+/// H200 host (finalize and compression compete for the same cores).
+inline constexpr std::uint64_t window_cells = std::uint64_t{1} << 24;
+
+/// One output window: its bands and the counts of its cells.
+struct finalized_window {
+  cell_results bands;
+  window_counts counts;
+};
+
+class band_accumulators {
+ public:
+  /// `host`: the host grid of the band, or null; `gpu`: the binner that binned points of the band,
+  /// or null (at least one of the two).
+  band_accumulators(grid_band const& band, host_grid const* host, gpu_binner* gpu) noexcept
+    : band_(band), host_(host), gpu_(gpu)
+  {
+  }
+
+  /// The largest count of a cell: exact on one side; where both binned, the sum of the two sides'
+  /// largest, or the exact merged largest where that sum exceeds what Float32 holds exactly (2^24).
+  [[nodiscard]] std::uint64_t max_count();
+
+  /// Output window of band rows [row0, row0 + rows), the first `cols` columns, for `request` (count
+  /// kept only when asked; the counts of the window always).
+  [[nodiscard]] finalized_window finalize(std::uint32_t row0, std::uint32_t rows, std::uint32_t cols,
+                                          metric_request const& request, float nodata);
+
+ private:
+  struct scratch {
+    std::vector<std::uint64_t> lo, hi;
+    std::vector<std::uint32_t> count;
+  };
+  /// The device's rows downloaded, the host's merged into them.
+  accumulator_view merged(std::uint32_t row0, std::uint32_t rows, scratch& w);
+  std::uint64_t exact_merged_max();
+
+  grid_band band_;
+  host_grid const* host_;
+  gpu_binner* gpu_;
+  scratch scratch_;
+};
+
+}  // namespace heightgrid::app
