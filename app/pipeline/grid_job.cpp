@@ -1,6 +1,7 @@
 #include "pipeline/grid_job.hpp"
 
 #include "pipeline/band_accumulators.hpp"
+#include "pipeline/grid_plan.hpp"
 
 #include "pipeline/progress.hpp"
 #include "pipeline/sinks.hpp"
@@ -37,23 +38,6 @@ constexpr std::uint64_t max_read_ahead_bytes = std::uint64_t{2} << 30;
 /// Grids whose accumulators are at most this large are assumed to fit any GPU the job meets, so
 /// planning does not wait for CUDA to start to learn the device's memory.
 constexpr std::uint64_t device_bytes_assumed_free = std::uint64_t{2} << 30;
-
-/// Each band of rows is one pass over every input: beyond this many the job is refused with the
-/// numbers (a finer --res than the data supports, or a --memory far too small) rather than run
-/// for hours.
-constexpr std::uint64_t max_band_passes = 64;
-
-std::string format_bytes(std::uint64_t b)
-{
-  std::ostringstream s;
-  s.precision(3);
-  if (b >= (std::uint64_t{1} << 30)) {
-    s << static_cast<double>(b) / static_cast<double>(std::uint64_t{1} << 30) << " GiB";
-  } else {
-    s << static_cast<double>(b) / static_cast<double>(std::uint64_t{1} << 20) << " MiB";
-  }
-  return s.str();
-}
 
 std::string describe_bounds(bounds const& b)
 {
@@ -398,16 +382,18 @@ class grid_job {
   std::uint64_t order_capacity(grid_band const& band) const
   {
     if (!order_) { return 0; }
-    std::uint64_t const budget = std::min(host_budget(), order_device_budget_);
-    std::uint64_t const acc = band.cells() * accumulator_bytes_per_cell(acc_request_);
-    return budget > acc ? std::max<std::uint64_t>(1, (budget - acc) / order_bytes_per_point()) : 1;
+    return app::order_capacity(std::min(host_budget(), order_device_budget_),
+                               band.cells() * accumulator_bytes_per_cell(acc_request_), order_bytes_per_point());
   }
 
   int bands_for(grid_spec const& g)
   {
-    // Kept points of order statistics spread over the bands as the points do: planned as if evenly,
-    // and a band that overflows is split (bin_and_write).
-    std::uint64_t const bytes = accumulator_bytes(g) + known_points() * order_bytes_per_point();
+    band_plan_facts f;
+    f.grid = g;
+    f.bytes_per_cell = accumulator_bytes_per_cell(acc_request_);
+    f.points = known_points();
+    f.bytes_per_point = order_bytes_per_point();
+    std::uint64_t const bytes = accumulator_bytes(g) + f.points * f.bytes_per_point;
     std::uint64_t budget = std::numeric_limits<std::uint64_t>::max();
     if (route_ != bin_route::gpu) { budget = std::min(budget, host_budget()); }
     if (route_ != bin_route::cpu) {
@@ -421,21 +407,9 @@ class grid_job {
       if (device > 0) { budget = std::min(budget, device); }
       order_device_budget_ = device > 0 ? device : std::numeric_limits<std::uint64_t>::max();
     }
-    budget = std::max<std::uint64_t>(budget, 1);
-    // Rounded up without overflow (budget may be the largest uint64).
-    std::uint64_t const passes = std::max<std::uint64_t>(1, bytes / budget + (bytes % budget != 0 ? 1 : 0));
-    if (passes > max_band_passes || (passes > 1 && g.rows < passes)) {
-      std::ostringstream m;
-      m << "a grid of " << g.cols << " x " << g.rows << " = " << g.num_cells() << " cells needs "
-        << format_bytes(bytes)
-        << (order_ ? " of accumulators and of the points that percentiles keep" : " of accumulators for these metrics")
-        << ", but the memory budget is "
-        << format_bytes(budget) << " (" << (o_.host_memory > 0 || o_.device_memory > 0 ? "--memory" : "default: half the available memory")
-        << "): " << passes << " passes over the input, more than " << max_band_passes
-        << "; use a coarser --res, a smaller --te or a larger --memory";
-      throw error(error_kind::resource, m.str());
-    }
-    return static_cast<int>(std::min<std::uint64_t>(passes, g.rows));
+    f.budget = budget;
+    f.budget_from_option = o_.host_memory > 0 || o_.device_memory > 0;
+    return plan_bands(f);
   }
 
   gpu_binner_options binner_options(grid_band const& band = grid_band{}) const
@@ -494,13 +468,8 @@ class grid_job {
     report_.bands = bands;
     report_.binned = report_.non_empty = report_.max_count = counted_ = 0;
     settle_route(bands);
-    std::uint32_t const rows_per_band = (grid_.rows + static_cast<std::uint32_t>(bands) - 1) / static_cast<std::uint32_t>(bands);
     grid_spec out_grid = grid_;
-    std::vector<grid_band> todo;  // the bands left, the next one last
-    for (std::uint32_t first = 0; first < grid_.rows; first += rows_per_band) {
-      todo.push_back(grid_band{grid_, first, std::min(rows_per_band, grid_.rows - first)});
-    }
-    std::reverse(todo.begin(), todo.end());
+    std::vector<grid_band> todo = band_stack(grid_, bands);  // the bands left, the next one last
     while (!todo.empty()) {
       grid_band const band = todo.back();
       todo.pop_back();

@@ -405,7 +405,7 @@ std::size_t gpu_binner::device_bytes(grid_band const& band, gpu_binner_options c
 {
   std::size_t const cells = band.cells();
   std::size_t const n = o.batch_points;
-  std::size_t bytes = cells * (accumulator_bytes_per_cell(o.request) + o.request.tags.size() * sizeof(std::uint32_t));
+  std::size_t bytes = cells * accumulator_bytes_per_cell(o.request);  // tagged counts included
   bytes += static_cast<std::size_t>(std::max(1, o.device_batches)) * batch_bytes(n);
   if (o.request.needs_order()) {
     bytes += static_cast<std::size_t>(std::min<std::uint64_t>(o.order_capacity, std::uint64_t{1} << 24)) *

@@ -7,9 +7,11 @@
 
 #include "pipeline/gpu_stage.hpp"
 #include "pipeline/grid_job.hpp"
+#include "pipeline/grid_plan.hpp"
 #include "pipeline/scheduler.hpp"
 #include "pipeline/sinks.hpp"
 
+#include "heightgrid/core/cell_accumulator.hpp"
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/core/result_compare.hpp"
 #include "heightgrid/kernels/gpu.hpp"
@@ -213,6 +215,42 @@ TEST(AutoDevice, EachKindOfJobStartsTheGpuWhereItWasMeasuredToWin)
   tagged.tags = parse_metric_list("count:2,count:3,4,5,first,last");
   EXPECT_FALSE(auto_wants_gpu(100'000'000, tagged, 16));
   EXPECT_TRUE(auto_wants_gpu(300'000'000, tagged, 16));
+}
+
+TEST(GridPlan, BandsFollowTheBudgetAndTooManyAreRefusedWithTheNumbers)
+{
+  band_plan_facts f;
+  f.grid = grid_spec{0.0, 1000.0, 1.0, 1.0, 1000, 1000};
+  f.bytes_per_cell = 20;
+  f.budget = 20'000'000;  // exactly the accumulators
+  EXPECT_EQ(plan_bands(f), 1);
+  f.budget = 19'999'999;
+  EXPECT_EQ(plan_bands(f), 2);
+  f.points = 1'000'000;
+  f.bytes_per_point = 28;
+  f.budget = 16'000'000;  // 48 MB / 16 MB
+  EXPECT_EQ(plan_bands(f), 3);
+  f.budget = 100'000;  // 480 passes
+  f.budget_from_option = true;
+  try {
+    (void)plan_bands(f);
+    ADD_FAILURE() << "no error";
+  } catch (error const& e) {
+    EXPECT_EQ(e.kind(), error_kind::resource);
+    EXPECT_NE(std::string(e.what()).find("1000 x 1000 = 1000000 cells needs"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("(--memory): 480 passes"), std::string::npos) << e.what();
+  }
+  auto const stack = band_stack(f.grid, 3);
+  ASSERT_EQ(stack.size(), 3U);
+  EXPECT_EQ(stack.back().first_row, 0U);  // the first band last
+  EXPECT_EQ(stack.back().rows, 334U);
+  EXPECT_EQ(stack.front().first_row, 668U);
+  EXPECT_EQ(stack.front().rows, 332U);
+  EXPECT_EQ(order_capacity(1000, 400, 28), 21U);
+  EXPECT_EQ(order_capacity(100, 400, 28), 1U);
+  EXPECT_EQ(order_capacity(100, 4, 0), 0U);
+  metric_request tagged = metric_request::from(parse_metric_list("range,count:2,first"));
+  EXPECT_EQ(accumulator_bytes_per_cell(tagged), 20U + 8U);
 }
 
 TEST(AutoDevice, LazChunksGoToTheGpuDecoderWhereItsEstimateWins)

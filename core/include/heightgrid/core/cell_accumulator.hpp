@@ -48,11 +48,12 @@ HG_HOST_DEVICE inline std::uint64_t hi_key(double z) noexcept { return ordered_k
 HG_HOST_DEVICE inline double min_of_lo_key(std::uint64_t lo) noexcept { return from_ordered_key(~lo); }
 HG_HOST_DEVICE inline double max_of_hi_key(std::uint64_t hi) noexcept { return from_ordered_key(hi); }
 
-/// Bytes of accumulator state per cell: 20, plus 8 for the sum and 8 for m2 when requested.
+/// Bytes of accumulator state per cell: 20, plus 8 for the sum and 8 for m2 when requested, and 4 a
+/// tagged count band.
 [[nodiscard]] inline std::size_t accumulator_bytes_per_cell(metric_request const& request) noexcept
 {
   return 2 * sizeof(std::uint64_t) + sizeof(std::uint32_t) + (request.needs_sums() ? sizeof(double) : 0) +
-         (request.stddev ? sizeof(double) : 0);
+         (request.stddev ? sizeof(double) : 0) + request.tags.size() * sizeof(std::uint32_t);
 }
 
 /// Raw pointers to a grid's accumulators (host or device memory), `cells` entries each; sum and m2
