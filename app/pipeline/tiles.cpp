@@ -376,7 +376,9 @@ tiled_job_report run_tiled_job(std::vector<catalogue_entry> const& catalogue, ti
     }
     report.vrt = (dir / (o.name + ".vrt")).string();
     auto const vrt_start = clock_type::now();
-    io::build_vrt(report.vrt, paths);
+    std::vector<int> without_nodata;  // --fill's mask: 0 where no tile lies, as in one raster
+    if (o.write.fill.method != io::fill_method::none) { without_nodata.push_back(static_cast<int>(o.bands.size()) + 1); }
+    io::build_vrt(report.vrt, paths, without_nodata);
     report.vrt_s = since(vrt_start);
     report.plan_s = plan_s;
     report.tiles_s = tiles_s;

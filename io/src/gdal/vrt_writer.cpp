@@ -17,7 +17,7 @@
 
 namespace heightgrid::io {
 
-void build_vrt(std::string const& path, std::vector<std::string> const& tiles)
+void build_vrt(std::string const& path, std::vector<std::string> const& tiles, std::vector<int> const& without_nodata)
 {
   namespace fs = std::filesystem;
   HG_EXPECTS(!tiles.empty(), error_kind::internal, "build_vrt: no tiles");
@@ -45,6 +45,9 @@ void build_vrt(std::string const& path, std::vector<std::string> const& tiles)
   std::string reason = CPLGetLastErrorMsg();
   bool ok = vrt != nullptr && usage_error == 0;
   if (vrt != nullptr) {
+    for (int const b : without_nodata) {
+      if (b >= 1 && b <= GDALGetRasterCount(vrt)) { GDALDeleteRasterNoDataValue(GDALGetRasterBand(vrt, b)); }
+    }
     CPLErrorReset();
     GDALClose(vrt);  // writes the file
     if (CPLGetLastErrorType() >= CE_Failure) {
