@@ -55,6 +55,9 @@ class array_part_source final : public part_source {
 
   part_result read_part(std::uint64_t k, filter_rules const& rules, point_batch& out) override
   {
+    HG_EXPECTS(!rules.tagging(), error_kind::usage,
+               "count:CLASSES, first and last count points by class and return: arrays of x, y, z have none "
+               "(grid_files reads them from LAS/LAZ)");
     std::size_t const first = static_cast<std::size_t>(k) * part_;
     std::size_t const n = std::min(part_, n_ - first);
     double const* xs = x_.data() + first;

@@ -146,6 +146,7 @@ class scheduler {
     part_result r;
     try {
       batch.source = static_cast<std::uint32_t>(ticket.source);
+      batch.tagged = false;  // a source that tags says so (a slot's last batch may have been tagged)
       r = sources_[ticket.source]->read_part(ticket.part, rules_, batch);
     } catch (error const& e) {
       if (e.kind() != error_kind::input) { throw; }

@@ -120,6 +120,29 @@ class GridMatchesTheCli(unittest.TestCase):
         with self.assertRaises(ValueError):
             heightgrid.grid(self.x, self.y, self.z, res=1, metrics=["cover"], cover_above=float("nan"))
 
+    def test_tagged_counts(self):
+        # count:CLASSES, first and last: float32 bands, nodata where a cell is empty, as in the CLI's
+        # GeoTIFF of the same bands; x y z arrays have no classes (an input error).
+        las = os.path.abspath(os.path.join(DATA, "layered_dims_pdrf8.las"))
+        tagged = ["count", "count:1,2", "first", "last"]
+        r = heightgrid.grid_files([las], res=1, metrics=tagged, device="cpu")
+        band = r["bands"]["count:1,2"]
+        self.assertEqual(band.dtype, np.float32)
+        count = r["bands"]["count"].astype(np.float64)
+        for name in tagged[1:]:
+            got = r["bands"][name].astype(np.float64)
+            self.assertTrue(np.array_equal(np.isnan(got), count == 0), name)
+            self.assertTrue(np.all(got[count > 0] <= count[count > 0]), name)
+        tif, doc = cli_grid(self.tmp.name, "tagged.tif", las, "--res", "1", "--metrics", ",".join(tagged),
+                            "--ot", "Float32")
+        if gdal is not None:
+            ds = gdal.Open(tif)
+            for i, name in enumerate(tagged[1:]):
+                same_band(self, r["bands"][name].astype(np.float64),
+                          ds.GetRasterBand(i + 2).ReadAsArray().astype(np.float64))
+        with self.assertRaises(ValueError):
+            heightgrid.grid(self.x, self.y, self.z, res=1, metrics=["count:2"], device="cpu")
+
     def test_urls_and_catalogues(self):
         # grid_files reads what the CLI reads: a COPC file over HTTP (tests/app/range_server.py on
         # 127.0.0.1) and a list of files, the same bands as the local file.
