@@ -22,6 +22,18 @@ namespace {
 
 double shape(std::vector<double> z, metric m) { return shape_of_sorted(z.data(), z.size(), m); }
 
+/// The usage error parse_metric_list gives for `list`, or "no error".
+std::string parse_error(std::string const& list)
+{
+  try {
+    (void)parse_metric_list(list);
+  } catch (error const& e) {
+    EXPECT_EQ(e.kind(), error_kind::usage);
+    return std::string(e.what());
+  }
+  return std::string("no error");
+}
+
 std::int64_t ulps(double a, double b)
 {
   std::int64_t x = 0, y = 0;
@@ -99,21 +111,12 @@ TEST(ShapeMetrics, ListSpellingsAndErrors)
   auto const r = metric_request::from(bands);
   EXPECT_EQ(r.shapes.size(), 7U);  // the two slices, skewness, above, cover, kurtosis, entropy
   EXPECT_TRUE(r.density && r.count && r.needs_order());
-  auto const message = [](std::string const& list) {
-    try {
-      (void)parse_metric_list(list);
-    } catch (error const& e) {
-      EXPECT_EQ(e.kind(), error_kind::usage);
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
-  EXPECT_EQ(message("zbin:5,2"), "--metrics: zbin: the heights must increase (2 after 5)");
-  EXPECT_EQ(message("zbin:5"), "--metrics: zbin: needs at least two heights (zbin:H1,H2,... gives the slices between them)");
-  EXPECT_EQ(message("zbin:a,2"), "--metrics: zbin: 'a' is not a height (zbin:H1,H2,... takes increasing numbers)");
-  EXPECT_EQ(message("zbin:0,1,zbin:0,1"), "--metrics: metric 'zbin:0..1' is listed twice");
-  EXPECT_EQ(message("above:x"), "--metrics: 'above:x': above:H takes a height (e.g. above:2)");
-  EXPECT_NE(message("kurt").find("unknown metric 'kurt'"), std::string::npos);
+  EXPECT_EQ(parse_error("zbin:5,2"), "--metrics: zbin: the heights must increase (2 after 5)");
+  EXPECT_EQ(parse_error("zbin:5"), "--metrics: zbin: needs at least two heights (zbin:H1,H2,... gives the slices between them)");
+  EXPECT_EQ(parse_error("zbin:a,2"), "--metrics: zbin: 'a' is not a height (zbin:H1,H2,... takes increasing numbers)");
+  EXPECT_EQ(parse_error("zbin:0,1,zbin:0,1"), "--metrics: metric 'zbin:0..1' is listed twice");
+  EXPECT_EQ(parse_error("above:x"), "--metrics: 'above:x': above:H takes a height (e.g. above:2)");
+  EXPECT_NE(parse_error("kurt").find("unknown metric 'kurt'"), std::string::npos);
 }
 
 TEST(ShapeMetrics, DensityIsTheCountOverTheCellArea)
@@ -151,21 +154,12 @@ TEST(TaggedCounts, ListSpellingsTablesAndErrors)
   EXPECT_EQ(t.tag(true, 4, true, 1, 1), 0b1110);  // a single return is first and last
   EXPECT_EQ(t.tag(true, 9, true, 2, 3), 0);
   EXPECT_EQ(t.tag(false, 2, false, 1, 1), 0);  // attributes the source lacks count for nothing
-  auto const message = [](std::string const& list) {
-    try {
-      (void)parse_metric_list(list);
-    } catch (error const& e) {
-      EXPECT_EQ(e.kind(), error_kind::usage);
-      return std::string(e.what());
-    }
-    return std::string("no error");
-  };
-  EXPECT_NE(message("count:256").find("count: '256' is not a class"), std::string::npos);
-  EXPECT_NE(message("count:-1").find("count: '-1' is not a class"), std::string::npos);
-  EXPECT_EQ(message("count:3,3"), "--metrics: count: class 3 is listed twice");
-  EXPECT_EQ(message("count:3,4,count:4,3"), "--metrics: metric 'count:3,4' is listed twice");
-  EXPECT_EQ(message("first,first"), "--metrics: metric 'first' is listed twice");
-  EXPECT_NE(message("count:0,count:1,count:2,count:3,count:4,count:5,count:6,first,last").find("at most 8"),
+  EXPECT_NE(parse_error("count:256").find("count: '256' is not a class"), std::string::npos);
+  EXPECT_NE(parse_error("count:-1").find("count: '-1' is not a class"), std::string::npos);
+  EXPECT_EQ(parse_error("count:3,3"), "--metrics: count: class 3 is listed twice");
+  EXPECT_EQ(parse_error("count:3,4,count:4,3"), "--metrics: metric 'count:3,4' is listed twice");
+  EXPECT_EQ(parse_error("first,first"), "--metrics: metric 'first' is listed twice");
+  EXPECT_NE(parse_error("count:0,count:1,count:2,count:3,count:4,count:5,count:6,first,last").find("at most 8"),
             std::string::npos);
 }
 
