@@ -89,7 +89,8 @@ double displacement(std::int64_t col, std::int64_t row, std::uint64_t salt) noex
 }
 
 /// Each nodata cell inside a triangle of the Delaunay triangulation of the valid cells' centres
-/// (GDAL's, through qhull) whose longest edge is at most `max_edge` cells (0: any) takes the linear
+/// (GDAL's, through qhull) whose longest edge and circumradius are at most `max_edge` cells (0: any)
+/// takes the linear
 /// interpolation of the triangle's three values; the others stay nodata. Returns a warning, or "".
 /// The band is the window of the whole grid whose first cell is (col0, row0) (a tile and its margin,
 /// or the whole raster). Cell centres on a lattice are co-circular four by four, so their Delaunay
@@ -126,16 +127,27 @@ std::string fill_tin(std::vector<double>& v, int cols, int rows, double max_edge
   if (tin == nullptr || !GDALTriangulationComputeBarycentricCoefficients(tin.get(), local_x.data(), local_y.data())) {
     return "--fill tin: band " + band + ": its non-empty cells cannot be triangulated (all on one line?): not filled";
   }
-  // Triangles with an edge longer than max_edge are left out.
+  // Triangles with an edge longer than max_edge, or a circumcircle wider than max_edge in radius
+  // (slivers along a straight stretch of the hull or of a hole's edge), are left out. The second
+  // rule makes tiles exact: a triangle of circumradius R holding a cell lies with its (empty) circle
+  // within 2R of the cell, so any window reaching 2 * max_edge past the cell makes the same usable
+  // triangles there as the whole grid (tile_fill.cpp's margin).
   std::vector<char> usable(static_cast<std::size_t>(tin->nFacets), 1);
   if (max_edge > 0.0) {
+    double const limit2 = max_edge * max_edge;
     for (int f = 0; f < tin->nFacets; ++f) {
       int const* k = tin->pasFacets[f].anVertexIdx;
+      double sides2[3];
       for (int e = 0; e < 3; ++e) {
         auto const a = static_cast<std::size_t>(k[e]), b = static_cast<std::size_t>(k[(e + 1) % 3]);
         double const dx = xs[a] - xs[b], dy = ys[a] - ys[b];
-        if (dx * dx + dy * dy > max_edge * max_edge) { usable[static_cast<std::size_t>(f)] = 0; }
+        sides2[e] = dx * dx + dy * dy;
+        if (sides2[e] > limit2) { usable[static_cast<std::size_t>(f)] = 0; }
       }
+      // R = abc / (4 area) = abc / (2 |cross|): R <= E  <=>  a^2 b^2 c^2 <= 4 cross^2 E^2.
+      auto const p0 = static_cast<std::size_t>(k[0]), p1 = static_cast<std::size_t>(k[1]), p2 = static_cast<std::size_t>(k[2]);
+      double const cross = (xs[p1] - xs[p0]) * (ys[p2] - ys[p0]) - (ys[p1] - ys[p0]) * (xs[p2] - xs[p0]);
+      if (sides2[0] * sides2[1] * sides2[2] > 4.0 * cross * cross * limit2) { usable[static_cast<std::size_t>(f)] = 0; }
     }
   }
   int facet = 0;
