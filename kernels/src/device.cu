@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <limits>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -84,6 +85,7 @@ namespace {
 struct availability {
   bool ok{false};
   std::string reason;
+  bool memory{false};  ///< CUDA could not start for want of device memory (others may free it)
 };
 
 std::string describe(cudaError_t status)
@@ -128,6 +130,11 @@ availability probe() noexcept
     if (auto const status = cudaFuncGetAttributes(&attributes, read_bandwidth_grid_stride_kernel);
         status != cudaSuccess) {
       cudaGetLastError();
+      if (status == cudaErrorMemoryAllocation) {
+        // Loading the module creates the context: the device's memory is taken (by other processes).
+        return {false, "out of device memory while starting CUDA on " + std::string(prop.name) + ": " + describe(status),
+                true};
+      }
       return {false, "heightgrid's kernels cannot run on " + std::string(prop.name) + " (compute capability " +
                        std::to_string(prop.major) + "." + std::to_string(prop.minor) + "): " + describe(status)};
     }
@@ -137,17 +144,27 @@ availability probe() noexcept
   }
 }
 
-availability const& cached_availability() noexcept
+/// The probe's answer, once per process — except a start that failed for want of device memory,
+/// which is probed again on the next call (other processes may have freed it).
+availability cached_availability() noexcept
 {
-  static availability const a = probe();
-  return a;
+  static std::mutex mutex;
+  static std::optional<availability> cached;
+  std::lock_guard<std::mutex> const lock(mutex);
+  if (!cached || (!cached->ok && cached->memory)) { cached = probe(); }
+  try {
+    return *cached;
+  } catch (...) {  // copying the reason: out of host memory
+    return {cached->ok, {}, cached->memory};
+  }
 }
 
 }  // namespace
 
 void require_device()
 {
-  auto const& a = cached_availability();
+  auto const a = cached_availability();
+  if (!a.ok && a.memory) { throw device_memory_error("no usable GPU: " + a.reason); }
   if (!a.ok) { throw error(error_kind::device, "no usable GPU: " + a.reason); }
 
   static std::mutex mutex;
@@ -166,9 +183,10 @@ void require_device()
 
 }  // namespace detail
 
-bool gpu_available(std::string* reason) noexcept
+bool detail::probe_device(std::string* reason, bool* memory_short) noexcept
 {
-  auto const& a = detail::cached_availability();
+  auto const a = detail::cached_availability();
+  if (memory_short != nullptr) { *memory_short = !a.ok && a.memory; }
   if (reason != nullptr && !a.ok) {
     try {
       *reason = a.reason;
@@ -177,6 +195,8 @@ bool gpu_available(std::string* reason) noexcept
   }
   return a.ok;
 }
+
+bool gpu_available(std::string* reason) noexcept { return detail::probe_device(reason, nullptr); }
 
 int gpu_count() noexcept
 {
@@ -204,6 +224,15 @@ gpu_device_info query_device()
   info.cc_minor = prop.minor;
   info.l2_bytes = static_cast<std::size_t>(prop.l2CacheSize);
   return info;
+}
+
+std::size_t free_device_memory(int device)
+{
+  if (device >= 0) { HG_CUDA_TRY(cudaSetDevice(device)); }
+  detail::require_device();
+  std::size_t free_bytes = 0, total_bytes = 0;
+  HG_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
+  return free_bytes;
 }
 
 stream_gate::stream_gate(cudaStream_t stream, double timeout_ms) : stream_(stream)

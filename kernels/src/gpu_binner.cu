@@ -926,9 +926,9 @@ gpu_binner_times gpu_binner::times()
   return impl_->totals;
 }
 
-bool start_gpu(std::string* reason, int device) noexcept
+bool start_gpu(std::string* reason, int device, bool* memory_short) noexcept
 {
-  if (!gpu_available(reason)) { return false; }
+  if (!detail::probe_device(reason, memory_short)) { return false; }
   try {
     if (device >= 0) {
       int count = 0;
@@ -940,6 +940,7 @@ bool start_gpu(std::string* reason, int device) noexcept
     detail::require_device();
     return true;
   } catch (std::exception const& e) {
+    if (memory_short != nullptr) { *memory_short = dynamic_cast<device_memory_error const*>(&e) != nullptr; }
     if (reason != nullptr) {
       try {
         *reason = e.what();

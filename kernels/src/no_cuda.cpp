@@ -41,6 +41,7 @@ bool gpu_available(std::string* reason) noexcept
 }
 
 gpu_device_info query_device() { unavailable("query_device"); }
+std::size_t free_device_memory(int) { unavailable("free_device_memory"); }
 
 double measure_read_bandwidth_gbps(std::size_t, int, cudaStream_t) { unavailable("measure_read_bandwidth_gbps"); }
 double measure_copy_gbps(std::size_t, int, bool, bool, cudaStream_t) { unavailable("measure_copy_gbps"); }
@@ -157,7 +158,11 @@ grid_band const& gpu_binner::band() const noexcept
 
 int gpu_count() noexcept { return 0; }
 
-bool start_gpu(std::string* reason, int) noexcept { return gpu_available(reason); }
+bool start_gpu(std::string* reason, int, bool* memory_short) noexcept
+{
+  if (memory_short != nullptr) { *memory_short = false; }
+  return gpu_available(reason);
+}
 
 order_stats_run order_stats_of_csr(device_csr const&, metric_request const&, float, order_sort)
 {

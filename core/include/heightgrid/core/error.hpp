@@ -28,6 +28,13 @@ class error : public std::runtime_error {
   error_kind kind_;
 };
 
+/// Out of device memory (error_kind::resource). Another process may hold what is missing: a job may
+/// shrink what it asks for, or wait for the memory to come free, before it gives up.
+class device_memory_error : public error {
+ public:
+  explicit device_memory_error(std::string const& message) : error(error_kind::resource, message) {}
+};
+
 namespace detail {
 
 /// "kernels/src/x.cu:12" from __FILE__ and __LINE__: the path from the project's top folder (the

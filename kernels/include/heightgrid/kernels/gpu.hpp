@@ -36,6 +36,10 @@ struct gpu_device_info {
 /// Properties of the current device. Throws error(error_kind::device) without a usable GPU.
 [[nodiscard]] gpu_device_info query_device();
 
+/// Device memory free now on CUDA device `device` (-1: the calling thread's current one; >= 0 also
+/// makes it current), in bytes. Throws heightgrid::error without a usable GPU.
+[[nodiscard]] std::size_t free_device_memory(int device = -1);
+
 /// Device read bandwidth in GB/s (1e9 bytes/s): a streaming read kernel over a `bytes`-sized
 /// buffer (rounded down to 16 bytes), median of `repeats` timed runs after one warm-up run.
 /// `bytes` should be well above the L2 size (e.g. 1 GiB) to measure DRAM rather than cache.

@@ -169,6 +169,8 @@ class gpu_binner {
 /// Starts CUDA (driver, context, memory pool) on the calling thread and says whether a usable GPU is
 /// there (gpu_available()), so that a background thread can pay the start-up while the inputs are
 /// opened and read. `device` >= 0 selects that device on the calling thread first. Never throws.
-[[nodiscard]] bool start_gpu(std::string* reason = nullptr, int device = -1) noexcept;
+/// `memory_short` (optional) says whether it failed for want of device memory — taken by other
+/// processes, so a later call may succeed.
+[[nodiscard]] bool start_gpu(std::string* reason = nullptr, int device = -1, bool* memory_short = nullptr) noexcept;
 
 }  // namespace heightgrid

@@ -48,6 +48,7 @@ inline std::string mebibytes(std::size_t bytes)
     cudaGetLastError();
   }
   msg += "; try --device cpu or a coarser grid (at " + source_location(file, line) + ")";
+  if (space == memory_space::device) { throw device_memory_error(msg); }
   throw error(error_kind::resource, msg);
 }
 
