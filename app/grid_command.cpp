@@ -186,6 +186,7 @@ void report_stages(grid_job_report const& r, double input_bytes, double open_s, 
   } else {
     spdlog::debug("GPU: {}", r.gpu_note);
   }
+  for (auto const& note : r.device_memory_notes) { spdlog::debug("GPU memory: {}", note); }
   if (r.laz_gpu) {
     auto const& l = r.laz_gpu_stats;
     std::string const records_went =
@@ -524,7 +525,7 @@ int run_grid(grid_options const& given)
                          (job.device == device_choice::automatic &&
                           auto_wants_gpu(guess_points(o.in, paths), request, worker_threads(job.threads)));
   if (early_gpu) {
-    gpu = std::make_unique<gpu_stage>(o.in.reader.chunk_points, std::size_t{job.threads} * 2 + 4, job.gpu_device);
+    gpu = std::make_unique<gpu_stage>(o.in.reader.chunk_points, gpu_ring_slots(job.threads), job.gpu_device);
   }
 
   // --- inputs (headers)
@@ -630,6 +631,7 @@ int run_grid(grid_options const& given)
       {"passes", r.passes},
       {"seconds",
        {{"read_bin", r.bin_pass_s + r.bounds_s}, {"finalize_write", output.write_seconds + r.finalize_s}, {"total", total_s}}},
+      {"device_memory", r.device_memory_notes},
       {"warnings", r.warnings}};
     std::printf("%s\n", doc.dump(2, ' ', false, nlohmann::ordered_json::error_handler_t::replace).c_str());
   }

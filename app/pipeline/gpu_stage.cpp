@@ -1,4 +1,5 @@
 #include "pipeline/gpu_stage.hpp"
+#include "report.hpp"
 
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/kernels/gpu.hpp"
@@ -21,6 +22,8 @@ namespace {
 std::atomic<int> start_threads_running{0};
 
 using clock_type = std::chrono::steady_clock;
+
+double seconds_from(clock_type::time_point t0) { return std::chrono::duration<double>(clock_type::now() - t0).count(); }
 
 struct free_deleter {
   void operator()(std::byte* p) const noexcept { std::free(p); }
@@ -65,6 +68,11 @@ struct gpu_stage::shared {
   bool configured{false};
   grid_band band;
   gpu_binner_options options;
+  double memory_wait_s{0.0};
+  bool memory_wait_known{false};  ///< set_memory_wait() or configure() was called
+  std::vector<std::string> memory_notes;
+  std::atomic<bool> memory_failure{false};  ///< failed for want of device memory
+  std::atomic<bool> memory_wait{false};     ///< waiting for device memory now
 
   clock_type::time_point created{clock_type::now()};
   std::atomic<double> settled_after{0.0};
@@ -156,6 +164,107 @@ struct gpu_stage::shared {
     return static_cast<std::size_t>(static_cast<std::byte const*>(b.data) - ring.get()) / slot_bytes;
   }
 
+  /// Waits (caller holds `lock` on `mutex`) until configured; false when the job ended first.
+  bool wait_configured(std::unique_lock<std::mutex>& lock)
+  {
+    changed.wait(lock, [&] { return configured || abandoned || stopping; });
+    return configured;
+  }
+
+  void note_memory(std::string note)
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    memory_notes.push_back(std::move(note));
+  }
+
+  /// Sleeps `seconds` unless the job ends meanwhile (false then).
+  bool pause(double seconds)
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    return !changed.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return abandoned || stopping; });
+  }
+
+  /// CUDA's start; where the device's memory is taken, again every device_memory_poll_s within the
+  /// wait the job allows (set_memory_wait, or none once configured without one).
+  static bool start_within_memory(shared& s, std::string* reason, bool* short_of_memory)
+  {
+    if (start_gpu(reason, s.device, short_of_memory)) { return true; }
+    if (!*short_of_memory) { return false; }
+    double wait_s = 0.0;
+    {
+      std::unique_lock<std::mutex> lock(s.mutex);
+      s.changed.wait(lock, [&] { return s.memory_wait_known || s.configured || s.abandoned || s.stopping; });
+      wait_s = s.memory_wait_s;
+    }
+    if (wait_s <= 0.0) { return false; }
+    s.note_memory("CUDA could not start for want of device memory (" + *reason + "); waiting up to " +
+                  human_seconds(wait_s) + " for other processes to free it");
+    s.memory_wait = true;
+    struct waited {
+      shared& s;
+      ~waited() { s.memory_wait = false; }
+    } const done{s};
+    auto const t0 = clock_type::now();
+    while (seconds_from(t0) < wait_s) {
+      if (!s.pause(device_memory_poll_s)) {
+        *reason += " (the job ended while it waited for device memory)";
+        return false;
+      }
+      if (start_gpu(reason, s.device, short_of_memory)) {
+        s.note_memory("CUDA started after waiting " + human_seconds(seconds_from(t0)) + " for device memory");
+        return true;
+      }
+      if (!*short_of_memory) { return false; }
+    }
+    *reason += " (waited " + human_seconds(wait_s) + " for device memory)";
+    return false;
+  }
+
+  /// The binner; where the device's memory is short, with one device batch, then again every
+  /// device_memory_poll_s within the wait the job allows.
+  static std::unique_ptr<gpu_binner> make_binner(shared& s, grid_band const& band, gpu_binner_options options)
+  {
+    auto const t0 = clock_type::now();
+    bool waiting = false;
+    for (;;) {
+      try {
+        auto binner = std::make_unique<gpu_binner>(band, options);
+        if (waiting) { s.note_memory("the binner's memory came free after " + human_seconds(seconds_from(t0))); }
+        s.memory_wait = false;
+        return binner;
+      } catch (device_memory_error const& e) {
+        if (options.device_batches > 1) {
+          s.note_memory("device memory short for " + std::to_string(options.device_batches) +
+                        " device batches (" + e.what() + "); binning with one");
+          options.device_batches = 1;
+          continue;
+        }
+        double wait_s = 0.0;
+        {
+          std::lock_guard<std::mutex> lock(s.mutex);
+          wait_s = s.memory_wait_s;
+        }
+        if (seconds_from(t0) >= wait_s) {
+          s.memory_wait = false;
+          if (waiting) {
+            throw device_memory_error(std::string(e.what()) + " (waited " + human_seconds(wait_s) + " for device memory)");
+          }
+          throw;
+        }
+        if (!waiting) {
+          s.note_memory("waiting up to " + human_seconds(wait_s) + " for device memory other processes hold: " + e.what());
+          waiting = true;
+          s.memory_wait = true;
+        }
+        bool const go_on = s.pause(device_memory_poll_s);
+        if (!go_on) {
+          s.memory_wait = false;
+          throw;
+        }
+      }
+    }
+  }
+
   /// The start-up thread: CUDA first (the slow part), then, once configured, the binner.
   static void start(std::shared_ptr<shared> s)
   {
@@ -164,8 +273,9 @@ struct gpu_stage::shared {
       s->settle(state::failed, "the start was refused (before_start)");
       return;
     }
-    bool const ok = start_gpu(&reason, s->device);
-    if (!ok) {
+    bool short_of_memory = false;
+    if (!start_within_memory(*s, &reason, &short_of_memory)) {
+      s->memory_failure = short_of_memory;
       s->settle(state::failed, reason);
       return;
     }
@@ -184,8 +294,7 @@ struct gpu_stage::shared {
     gpu_binner_options options;
     {
       std::unique_lock<std::mutex> lock(s->mutex);
-      s->changed.wait(lock, [&] { return s->configured || s->abandoned || s->stopping; });
-      if (!s->configured) {
+      if (!s->wait_configured(lock)) {
         lock.unlock();
         s->settle(state::failed, "the job ended before the GPU was needed");
         return;
@@ -194,7 +303,7 @@ struct gpu_stage::shared {
       options = s->options;
     }
     try {
-      auto binner = std::make_unique<gpu_binner>(band, options);
+      auto binner = make_binner(*s, band, options);
       binner->register_host_memory(s->ring.get(), s->slots * s->slot_bytes);
       {
         std::lock_guard<std::mutex> lock(s->mutex);
@@ -202,6 +311,7 @@ struct gpu_stage::shared {
       }
       s->settle(state::ready);
     } catch (std::exception const& e) {
+      s->memory_failure = dynamic_cast<device_memory_error const*>(&e) != nullptr;
       s->settle(state::failed, e.what());
     }
   }
@@ -245,6 +355,16 @@ gpu_stage::~gpu_stage()
   // starting CUDA (gpu_start_in_flight() tells main to end the process with _exit then).
 }
 
+void gpu_stage::set_memory_wait(double seconds)
+{
+  {
+    std::lock_guard<std::mutex> lock(s_->mutex);
+    s_->memory_wait_s = std::max(0.0, seconds);
+    s_->memory_wait_known = true;
+  }
+  s_->changed.notify_all();
+}
+
 void gpu_stage::configure(grid_band const& band, gpu_binner_options const& options)
 {
   {
@@ -273,6 +393,22 @@ std::string gpu_stage::failure() const
 {
   std::lock_guard<std::mutex> lock(s_->mutex);
   return s_->why;
+}
+
+bool gpu_stage::waiting_for_memory() const noexcept { return s_->memory_wait.load(); }
+
+void gpu_stage::wait_settled()
+{
+  std::unique_lock<std::mutex> lock(s_->mutex);
+  s_->changed.wait(lock, [&] { return s_->now.load() != state::starting; });
+}
+
+bool gpu_stage::failed_for_memory() const noexcept { return s_->now.load() == state::failed && s_->memory_failure.load(); }
+
+std::vector<std::string> gpu_stage::memory_notes() const
+{
+  std::lock_guard<std::mutex> lock(s_->mutex);
+  return s_->memory_notes;
 }
 
 bool gpu_stage::wait_ready(std::atomic<bool> const& stopping)

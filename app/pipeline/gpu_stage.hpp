@@ -22,6 +22,14 @@
 
 namespace heightgrid::app {
 
+/// How often a job short of device memory (other processes hold it) tries again: the allocation
+/// itself is the test (cudaMemGetInfo would not say whether the free memory is in one piece).
+inline constexpr double device_memory_poll_s = 0.2;
+
+/// Ring slots of a stage fed by `workers` readers: two each (one filling while one uploads) and four
+/// spare (batches parked while CUDA starts, merge lanes).
+[[nodiscard]] constexpr std::size_t gpu_ring_slots(std::size_t workers) noexcept { return workers * 2 + 4; }
+
 class gpu_stage {
  public:
   enum class state { starting, ready, failed };
@@ -43,6 +51,12 @@ class gpu_stage {
   /// What to bin: the background thread creates the binner (device accumulators) and page-locks
   /// the ring once CUDA is up. Call once.
   void configure(grid_band const& band, gpu_binner_options const& options);
+  /// Device memory other processes hold: where CUDA cannot start or the binner does not fit, the
+  /// binner first keeps one device batch instead of options.device_batches, then the stage waits up
+  /// to `seconds` for the memory to come free (polling), and fails only after that (0: at once, for
+  /// a job that has the CPU to fall back on). memory_notes() says what it did. A start short of
+  /// memory waits for this call (or configure(), which leaves the wait at 0) to know which.
+  void set_memory_wait(double seconds);
   [[nodiscard]] bool configured() const;
   /// The CUDA device the stage was made for (-1: the default).
   [[nodiscard]] int device() const noexcept;
@@ -50,6 +64,16 @@ class gpu_stage {
   [[nodiscard]] state current() const noexcept;
   /// Why the stage failed (empty otherwise).
   [[nodiscard]] std::string failure() const;
+  /// What the stage did for want of device memory (shrank, waited), in order; empty when nothing.
+  [[nodiscard]] std::vector<std::string> memory_notes() const;
+  /// Whether the start-up thread is waiting for device memory other processes hold (configure()).
+  [[nodiscard]] bool waiting_for_memory() const noexcept;
+  /// Blocks until the stage is ready or failed, whether or not the job is stopping (the start-up
+  /// thread settles promptly once it is).
+  void wait_settled();
+  /// Whether the stage failed for want of device memory (other processes held it past the wait,
+  /// or until the job had ended on the CPU).
+  [[nodiscard]] bool failed_for_memory() const noexcept;
   /// Blocks until the stage is ready or failed, or `stopping`. True when ready.
   bool wait_ready(std::atomic<bool> const& stopping);
   /// Seconds from construction until ready or failed (0 while starting).

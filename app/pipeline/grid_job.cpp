@@ -9,6 +9,7 @@
 
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/core/host_grid.hpp"
+#include "heightgrid/kernels/gpu.hpp"
 
 #include <omp.h>
 
@@ -25,10 +26,6 @@ namespace {
 using clock_type = std::chrono::steady_clock;
 
 double seconds_since(clock_type::time_point t) { return std::chrono::duration<double>(clock_type::now() - t).count(); }
-
-/// Ring slots per worker thread: each worker holds one while reading; the rest are in flight.
-constexpr std::size_t ring_slots_per_worker = 2;
-constexpr std::size_t ring_extra_slots = 4;
 
 /// Batch memory the readers of a GPU job may fill while CUDA starts (at most a quarter of the host
 /// budget): 2 GiB holds ~9 * 10^7 LAS points (12 bytes each in 24-byte slots), what 16 cores read
@@ -119,8 +116,16 @@ class grid_job {
       }
     }
     close_laz_stage();
+    if (gpu_ != nullptr) {
+      auto const notes = gpu_->memory_notes();
+      report_.device_memory_notes.insert(report_.device_memory_notes.end(), notes.begin(), notes.end());
+    }
     return report_;
   }
+
+  /// Seconds the GPU side waits for device memory other processes hold: --device gpu has no other
+  /// side to go to; under auto the CPU takes over at once.
+  double memory_wait_s() const { return o_.device == device_choice::gpu ? o_.device_memory_wait_s : 0.0; }
 
  private:
   // ---- what to read ---------------------------------------------------------------------------
@@ -186,10 +191,11 @@ class grid_job {
     if (route_ == bin_route::cpu) {
       gpu_.reset();
     } else if (gpu_ == nullptr) {
-      gpu_ = std::make_shared<gpu_stage>(batch_points_, threads_ * ring_slots_per_worker + ring_extra_slots, o_.gpu_device);
+      gpu_ = std::make_shared<gpu_stage>(batch_points_, gpu_ring_slots(threads_), o_.gpu_device);
     }
     HG_EXPECTS(gpu_ == nullptr || gpu_->batch_points() >= batch_points_, error_kind::internal,
             "grid_job: the GPU stage's batches are smaller than the sources' parts");
+    if (gpu_ != nullptr) { gpu_->set_memory_wait(memory_wait_s()); }
   }
 
   /// Batches that may be binned on either side and merged in any order (min/max/count by atomics),
@@ -230,7 +236,9 @@ class grid_job {
       report_.laz_gpu_note = "not used (--device cpu)";
       return;
     }
-    auto stage = std::make_unique<laz_gpu_stage>(o_.gpu_device, o_.laz_gpu_sizes, o_.laz_cache);
+    laz_gpu_limits limits = o_.laz_gpu_sizes;
+    limits.memory_wait_s = memory_wait_s();
+    auto stage = std::make_unique<laz_gpu_stage>(o_.gpu_device, limits, o_.laz_cache);
     std::vector<part_source*> offloaded;
     for (std::size_t i = 0; i < all_.size(); ++i) {
       stage->set_source(i);  // the statistics' entry of its chunks binned on the device
@@ -270,8 +278,9 @@ class grid_job {
       // down for the CPU to bin: the GPU route, whatever the points' count chose.
       route_ = bin_route::gpu;
       if (gpu_ == nullptr) {
-        gpu_ = std::make_shared<gpu_stage>(batch_points_, threads_ * ring_slots_per_worker + ring_extra_slots,
+        gpu_ = std::make_shared<gpu_stage>(batch_points_, gpu_ring_slots(threads_),
                                            o_.gpu_device);
+        gpu_->set_memory_wait(memory_wait_s());
       }
     }
   }
@@ -293,6 +302,8 @@ class grid_job {
     if (laz_stage_ == nullptr) { return; }
     for (auto* s : all_) { s->offload_chunks(nullptr); }
     report_.laz_gpu_stats = laz_stage_->report();
+    auto const& notes = report_.laz_gpu_stats.memory_notes;
+    report_.device_memory_notes.insert(report_.device_memory_notes.end(), notes.begin(), notes.end());
     auto const t = clock_type::now();
     laz_stage_.reset();
     report_.laz_gpu_stats.close_s = seconds_since(t);
@@ -386,30 +397,70 @@ class grid_job {
                                band.cells() * accumulator_bytes_per_cell(acc_request_), order_bytes_per_point());
   }
 
+  /// Bands of rows the budgets allow. Where the device's free memory (other processes hold the
+  /// rest) allows too few, --device gpu waits for more (polling, within the job's memory wait) and
+  /// auto takes the CPU route.
   int bands_for(grid_spec const& g)
   {
     band_plan_facts f;
     f.grid = g;
     f.bytes_per_cell = accumulator_bytes_per_cell(acc_request_);
     f.points = known_points();
-    f.bytes_per_point = order_bytes_per_point();
-    std::uint64_t const bytes = accumulator_bytes(g) + f.points * f.bytes_per_point;
-    std::uint64_t budget = std::numeric_limits<std::uint64_t>::max();
-    if (route_ != bin_route::gpu) { budget = std::min(budget, host_budget()); }
-    if (route_ != bin_route::cpu) {
-      std::uint64_t device = o_.device_memory;
-      if (device == 0 && bytes > device_bytes_assumed_free) {
-        if (auto const facts = gpu_->wait_started()) {
-          std::uint64_t const ring = gpu_binner::device_bytes(grid_band{}, binner_options()) + (std::uint64_t{64} << 20);
-          device = facts->free_bytes * 8 / 10 > ring ? facts->free_bytes * 8 / 10 - ring : 1;
-        }
-      }
-      if (device > 0) { budget = std::min(budget, device); }
-      order_device_budget_ = device > 0 ? device : std::numeric_limits<std::uint64_t>::max();
-    }
-    f.budget = budget;
     f.budget_from_option = o_.host_memory > 0 || o_.device_memory > 0;
-    return plan_bands(f);
+    auto const t0 = clock_type::now();
+    bool waiting = false;
+    for (;;) {
+      f.bytes_per_point = order_bytes_per_point();
+      std::uint64_t const bytes = accumulator_bytes(g) + f.points * f.bytes_per_point;
+      std::uint64_t const host = route_ != bin_route::gpu ? host_budget() : std::numeric_limits<std::uint64_t>::max();
+      std::uint64_t budget = host;
+      std::uint64_t device = 0;
+      if (route_ != bin_route::cpu) {
+        device = o_.device_memory;
+        if (device == 0 && bytes > device_bytes_assumed_free) {
+          if (auto const facts = gpu_->wait_started()) {
+            std::uint64_t const free_bytes = waiting ? free_device_memory(gpu_->device()) : facts->free_bytes;
+            std::uint64_t const ring = gpu_binner::device_bytes(grid_band{}, binner_options()) + (std::uint64_t{64} << 20);
+            device = free_bytes * 8 / 10 > ring ? free_bytes * 8 / 10 - ring : 1;
+          }
+        }
+        if (device > 0) { budget = std::min(budget, device); }
+        order_device_budget_ = device > 0 ? device : std::numeric_limits<std::uint64_t>::max();
+      }
+      f.budget = budget;
+      try {
+        int const bands = plan_bands(f);
+        if (waiting) {
+          report_.device_memory_notes.push_back("the grid's device memory came free after " +
+                                                human_seconds(seconds_since(t0)));
+        }
+        return bands;
+      } catch (error const& e) {
+        // Bound by the device's free memory (not --memory, not the host's): others hold the rest.
+        bool const device_bound = e.kind() == error_kind::resource && o_.device_memory == 0 && device > 0 &&
+                                  device < host;
+        if (!device_bound) { throw; }
+        if (o_.device == device_choice::automatic) {
+          report_.device_memory_notes.push_back("the device's free memory holds too few rows of the grid (" +
+                                                format_bytes(device) + "): the CPU route");
+          route_ = bin_route::cpu;
+          gpu_.reset();
+          continue;
+        }
+        double const wait_s = memory_wait_s();
+        if (seconds_since(t0) >= wait_s) {
+          throw device_memory_error(std::string(e.what()) + " (the device's free memory; waited " +
+                                    human_seconds(wait_s) + " for other processes to free more)");
+        }
+        if (!waiting) {
+          report_.device_memory_notes.push_back("waiting up to " + human_seconds(wait_s) +
+                                                " for device memory other processes hold: the grid needs " +
+                                                format_bytes(bytes) + ", " + format_bytes(device) + " usable now");
+          waiting = true;
+        }
+        std::this_thread::sleep_for(std::chrono::duration<double>(device_memory_poll_s));
+      }
+    }
   }
 
   gpu_binner_options binner_options(grid_band const& band = grid_band{}) const
@@ -625,7 +676,8 @@ class grid_job {
       // The GPU route, and no batch reached it (a tile or --te that no point meets): empty cells.
       host_ = std::make_unique<host_grid>(band, acc_request_, order_capacity(band));
     }
-    if (gpu_ != nullptr && gpu_->current() == gpu_stage::state::failed && o_.device == device_choice::gpu) {
+    if (gpu_ != nullptr && gpu_->current() == gpu_stage::state::failed && o_.device == device_choice::gpu &&
+        !cpu_took_gpus_memory_wait()) {
       throw error(error_kind::device, "--device gpu: the GPU could not be used: " + gpu_->failure());
     }
     pass_outside_ = outside;
@@ -728,9 +780,30 @@ class grid_job {
   void confirm_gpu()
   {
     if (o_.device != device_choice::gpu || gpu_ == nullptr || gpu_used_) { return; }
-    if (!gpu_->wait_started().has_value()) {
+    if (host_ != nullptr && gpu_->waiting_for_memory()) {
+      // The CPU binned every batch while the GPU side waited for memory other processes hold: the
+      // job is done, the wait is over.
+      gpu_->stop();
+      gpu_->wait_settled();
+    }
+    bool const started = gpu_->wait_started().has_value();
+    if (!cpu_took_gpus_memory_wait() && !started) {
       throw error(error_kind::device, "--device gpu: the GPU could not be used: " + gpu_->failure());
     }
+  }
+
+  /// A GPU there but its memory held by other processes, while the CPU binned every batch beside it
+  /// (the cooperative route): the job is done, and not failed for want of device memory.
+  bool cpu_took_gpus_memory_wait()
+  {
+    if (gpu_ == nullptr || !gpu_->failed_for_memory() || gpu_used_ || host_ == nullptr) { return false; }
+    std::string const note = "the device's memory stayed with other processes until the CPU had binned every batch: "
+                             "the job ran on the CPU (" + gpu_->failure() + ")";
+    if (std::find(report_.device_memory_notes.begin(), report_.device_memory_notes.end(), note) ==
+        report_.device_memory_notes.end()) {
+      report_.device_memory_notes.push_back(note);
+    }
+    return true;
   }
 
   void check_counts()

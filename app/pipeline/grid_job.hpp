@@ -61,6 +61,10 @@ struct grid_job_options {
   std::uint64_t device_memory{0};            ///< on the device (0: default)
   std::optional<std::uint64_t> read_ahead;   ///< batch bytes read while CUDA starts (default: min(2 GiB, host budget / 4))
   int gpu_device{-1};                        ///< CUDA device of a stage the job starts (-1: the default)
+  /// --device gpu, where other processes hold the device's memory: seconds the job waits for it
+  /// (after shrinking its device batches and LAZ waves) before it fails. Under auto the CPU takes
+  /// over at once.
+  double device_memory_wait_s{600.0};
   laz_decoder_choice laz_decoder{laz_decoder_choice::automatic};
   las_decoder_choice las_decoder{las_decoder_choice::automatic};
   /// Range/min/max/count on the GPU: the CPU bins the batches read while CUDA starts and the two
@@ -112,6 +116,7 @@ struct grid_job_report {
   unsigned threads{0};
   double gpu_start_s{0.0};
   std::string gpu_note;  ///< why the GPU was not used, when it was not
+  std::vector<std::string> device_memory_notes;  ///< what the job did for want of device memory (shrank, waited)
   double bounds_s{0.0};
   double setup_s{0.0};        ///< from the job's start to its first reading (route, grid, accumulators)
   double bin_pass_s{0.0};     ///< wall time of the binning passes (reading included)

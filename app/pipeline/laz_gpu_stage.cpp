@@ -1,6 +1,7 @@
 #include "pipeline/laz_gpu_stage.hpp"
 
 #include "pipeline/gpu_stage.hpp"
+#include "report.hpp"
 
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/kernels/gpu_binner.hpp"
@@ -383,6 +384,50 @@ struct laz_gpu_stage::impl {
     return {first_group, end_group};
   }
 
+  /// Sleeps `seconds` unless the stage stops meanwhile (false then).
+  bool pause(double seconds)
+  {
+    std::unique_lock<std::mutex> lock(mutex);
+    return !changed.wait_for(lock, std::chrono::duration<double>(seconds), [&] { return stop; });
+  }
+
+  void note_memory(std::string note)
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    stats.memory_notes.push_back(std::move(note));
+  }
+
+  /// Runs `attempt` until it does not fail for want of device memory, asking again every
+  /// device_memory_poll_s within limits.memory_wait_s; `what` names it in the notes.
+  template <class Attempt>
+  void within_memory(char const* what, Attempt attempt)
+  {
+    auto const t0 = clock_type::now();
+    bool waiting = false;
+    for (;;) {
+      try {
+        attempt();
+        if (waiting) { note_memory(std::string(what) + ": device memory came free after " + human_seconds(seconds_since(t0))); }
+        return;
+      } catch (device_memory_error const& e) {
+        if (seconds_since(t0) >= limits.memory_wait_s) { throw; }
+        if (!waiting) {
+          note_memory(std::string(what) + ": waiting up to " + human_seconds(limits.memory_wait_s) +
+                      " for device memory other processes hold: " + e.what());
+          waiting = true;
+        }
+        if (!pause(device_memory_poll_s)) { throw; }
+      }
+    }
+  }
+
+  /// The wave's device buffers (the previous wave's are reused: its records are all handed out or
+  /// folded).
+  void reserve_within_memory(wave_entry const& w)
+  {
+    within_memory("a LAZ wave", [&] { decoder->reserve(w.compressed, w.points); });
+  }
+
   /// A wave whose records go down to the readers.
   void decode_wave(std::size_t w_index, std::size_t& next_group)
   {
@@ -399,7 +444,7 @@ struct laz_gpu_stage::impl {
       stage_waiting = false;
       if (stop) { return; }
     }
-    decoder->reserve(w.compressed, w.points);
+    reserve_within_memory(w);
     // Up: each group's compressed bytes through a ring slot (the groups of the previous wave are
     // all released, so every slot is free).
     auto const t_read = clock_type::now();
@@ -453,7 +498,7 @@ struct laz_gpu_stage::impl {
     auto const range = groups_of(w_index, next_group);  // (a structured binding cannot be captured in C++17)
     std::size_t const first_group = range.first;
     std::size_t const end_group = range.second;
-    decoder->reserve(w.compressed, w.points);  // the previous wave's folds are done
+    reserve_within_memory(w);  // the previous wave's folds are done
     auto const t_read = clock_type::now();
     bool const read_ok = stream_groups(first_group, end_group);
     double const read_s = seconds_since(t_read);
@@ -521,12 +566,17 @@ struct laz_gpu_stage::impl {
   {
     auto const t0 = clock_type::now();
     try {
-      std::string reason;
-      if (!start_gpu(&reason, device)) { throw error(error_kind::device, reason); }
+      within_memory("the LAZ decoder's start", [&] {
+        std::string reason;
+        bool short_of_memory = false;
+        if (start_gpu(&reason, device, &short_of_memory)) { return; }
+        if (short_of_memory) { throw device_memory_error(reason); }
+        throw error(error_kind::device, reason);
+      });
       take_from_cache();
       if (decoder == nullptr) {
         slots.clear();
-        decoder = std::make_unique<laz_gpu_decoder>();
+        within_memory("the LAZ decoder", [&] { decoder = std::make_unique<laz_gpu_decoder>(); });
       }
       std::size_t const n = std::min<std::size_t>(ring_slots, chunks.size());
       while (slots.size() < n) { slots.push_back(decoder->pinned(ring_slot_bytes)); }

@@ -60,6 +60,7 @@ struct laz_gpu_stage_report {
   double decided_s{0.0};            ///< waiting for the job to say where the records go (deliver_to)
   double close_s{0.0};              ///< freeing the stage (set by its owner)
   std::string failure;              ///< why the GPU decoded nothing, when it did not
+  std::vector<std::string> memory_notes;  ///< waits for device memory other processes held
 };
 
 /// The stage's sizes: the product's defaults; tests shrink them to reach many waves and groups.
@@ -67,6 +68,9 @@ struct laz_gpu_limits {
   std::size_t wave_chunks{0};  ///< chunks a wave at most (0: one a decoder thread; binned on the device, all that fit)
   std::size_t ring_slots{8};                       ///< page-locked slots between the device and the readers
   std::uint64_t slot_bytes{std::uint64_t{32} << 20};  ///< bytes a slot
+  /// Where CUDA cannot start or a wave does not fit for want of device memory (other processes
+  /// hold it): seconds to wait for it before the chunks left go back to the readers (0: at once).
+  double memory_wait_s{0.0};
 };
 
 /// A GPU decoder and its page-locked ring kept between the stages of one device's jobs (the tiles a

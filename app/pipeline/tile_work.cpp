@@ -326,7 +326,7 @@ tile_outcome tile_worker::run(tile_task const& task)
       job.gpu_device = device_;
     }
     if (job.device == device_choice::gpu && gpu_ == nullptr) {
-      gpu_ = std::make_shared<gpu_stage>(o_.batch_points, std::size_t{threads_} * 2 + 4, device_);
+      gpu_ = std::make_shared<gpu_stage>(o_.batch_points, gpu_ring_slots(threads_), device_);
     }
     if (job.device != device_choice::cpu) {
       // The LAZ decoder of this worker's device serves its tiles one after the other.
