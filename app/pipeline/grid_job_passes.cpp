@@ -1,0 +1,371 @@
+// The grid job's passes (grid_job_impl.hpp): each band binned, the guessed grid checked on the
+// first, and the band finalized and written window by window.
+
+#include "pipeline/grid_job_impl.hpp"
+
+#include "pipeline/grid_plan.hpp"
+#include "report.hpp"
+
+#include "heightgrid/core/error.hpp"
+
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <future>
+#include <sstream>
+
+namespace heightgrid::app {
+namespace {
+
+/// Batch memory the readers of a GPU job may fill while CUDA starts (at most a quarter of the host
+/// budget): 2 GiB holds ~9 * 10^7 LAS points (12 bytes each in 24-byte slots), what 16 cores read
+/// in the ~0.4 s CUDA takes to start on the H200 host.
+constexpr std::uint64_t max_read_ahead_bytes = std::uint64_t{2} << 30;
+
+std::string describe_bounds(bounds const& b)
+{
+  std::ostringstream s;
+  s.precision(17);  // enough to tell a header rounded in its last digits from the points
+  s << "x " << b.xmin << " .. " << b.xmax << ", y " << b.ymin << " .. " << b.ymax;
+  return s.str();
+}
+
+bool within(bounds const& inner, bounds const& outer) noexcept
+{
+  return inner.empty() ||
+         (inner.xmin >= outer.xmin && inner.xmax <= outer.xmax && inner.ymin >= outer.ymin && inner.ymax <= outer.ymax);
+}
+
+bool same_origin(grid_spec const& a, grid_spec const& b) noexcept
+{
+  return a.x0 == b.x0 && a.y0 == b.y0 && a.xres == b.xres && a.yres == b.yres;
+}
+
+}  // namespace
+
+namespace job_detail {
+
+void grid_job::add_record_results(grid_sink const& sink, bool device_used)
+{
+  std::vector<las_record_stats> found = sink.cpu_record_stats();
+  if (device_used) {
+    std::vector<las_record_stats> const device = gpu_->binner().take_record_stats();
+    if (found.size() < device.size()) { found.resize(device.size()); }
+    for (std::size_t i = 0; i < device.size(); ++i) { found[i].add(device[i]); }
+  }
+  for (std::size_t s = 0; s < found.size() && s < all_.size(); ++s) {
+    part_result const r = all_[s]->result_of_records(found[s]);
+    last_read_.per_source[s].add(r);
+    last_read_.total.add(r);
+  }
+}
+
+bool grid_job::bin_and_write()
+{
+  if (no_points_) {
+    throw error(error_kind::input, (all_.empty() ? std::string("input") : all_.front()->info().path) +
+                                     ": no points to grid (the input is empty or every point was filtered out)");
+  }
+  int const bands = bands_for(grid_);
+  report_.bands = bands;
+  report_.binned = report_.non_empty = report_.max_count = counted_ = 0;
+  settle_route(bands);
+  grid_spec out_grid = grid_;
+  std::vector<grid_band> todo = band_stack(grid_, bands);  // the bands left, the next one last
+  while (!todo.empty()) {
+    grid_band const band = todo.back();
+    todo.pop_back();
+    std::uint32_t const first = band.first_row;
+    try {
+      bin_band(band, first == 0);
+    } catch (order_store_full const& e) {
+      // The band's points do not fit beside its accumulators: two bands of half the rows.
+      if (band.rows < 2 || report_.bands >= static_cast<int>(max_band_passes)) {
+        throw error(error_kind::resource,
+                    std::string(e.what()) + ": a band of " + std::to_string(band.rows) + " row(s) of " +
+                      std::to_string(band.grid.cols) + " cells holds more points than the memory budget keeps for "
+                      "percentiles; use a larger --memory, a coarser --res or tiles (--tile-size)");
+      }
+      std::uint32_t const half = band.rows / 2;
+      todo.push_back(grid_band{grid_, first + half, band.rows - half});
+      todo.push_back(grid_band{grid_, first, half});
+      ++report_.bands;
+      continue;
+    }
+    if (first == 0) {
+      // The first pass has seen every point: check the guessed grid.
+      auto const& kept = last_read_.total.extent;
+      if (kept.empty()) {
+        if (!o_.fixed_grid) {
+          throw error(error_kind::input,
+                      (all_.empty() ? std::string("input") : all_.front()->info().path) +
+                        (last_read_.total.filtered.points_in == 0
+                           ? ": no points to grid (the input is empty)"
+                           : ": no points left to grid after filtering (" +
+                               std::to_string(last_read_.total.filtered.removed()) + " filtered)"));
+        }
+      }
+      if (speculative_) {
+        grid_spec const actual = grid_from_bounds(kept, o_.xres, o_.yres, false, o_.edge);
+        // Coarser COPC levels than the file has: their points need not reach the header's
+        // bounds, whose grid (the whole file's) the output keeps when it holds them all.
+        bool const fits = pass_outside_ == 0 && (levels_cut_ || (same_origin(actual, grid_) &&
+                                                                 actual.cols <= grid_.cols &&
+                                                                 actual.rows <= grid_.rows));
+        note_lying_headers();
+        if (!fits) {
+          report_.warnings.push_back(
+            "the grid guessed from the headers' bounds differs from the points' (" + describe_bounds(kept) +
+            "); reading the points again with the grid of the points");
+          grid_ = actual;
+          speculative_ = false;
+          return false;
+        }
+        if (!levels_cut_) { out_grid = actual; }  // the same origin: the guessed grid cropped at the right and bottom
+      }
+      report_.grid = out_grid;
+      output_.begin(out_grid, max_count_bound(todo.empty() ? 1 : 2, band));
+    }
+    finalize_band(band, out_grid);
+  }
+  check_counts();
+  confirm_gpu();
+  output_.commit(report_.non_empty);
+  return true;
+}
+
+void grid_job::bin_band(grid_band const& band, bool first_band)
+{
+  auto const t = clock_type::now();
+  host_.reset();
+  if (route_ != bin_route::gpu) {
+    // A grid binned by the CPU keeps counts only when they are asked for (or sums or order
+    // statistics need them): without, each point costs two atomic maxima and no locked add; merged
+    // with the GPU's, its cells count as one point (only which cells hold points matters then).
+    metric_request r = acc_request_;
+    r.count = o_.request.count;
+    host_ = std::make_unique<host_grid>(band, r, order_capacity(band));
+    // A grid most cells of which will be reached (as many points as cells, by the headers): its
+    // pages are mapped up front on every core rather than by double faults in the binning.
+    std::uint64_t const known = known_points();
+    if (route_ != bin_route::gpu && known > 0 && known >= band.cells()) {
+      omp_set_num_threads(static_cast<int>(threads_));
+      host_->prefault(stored_integers());
+    }
+  }
+  if (gpu_ != nullptr) {
+    if (!gpu_->configured()) {
+      gpu_->configure(band, binner_options(band));
+    } else {
+      // A later pass, or a stage that served an earlier job (tiles): the binner starts over.
+      std::atomic<bool> const never{false};
+      if (gpu_->wait_ready(never)) {
+        gpu_->binner().reset(band, order_capacity(band));
+        gpu_->resume();  // after a pass that stopped early (a band split for percentiles)
+      }
+    }
+  }
+  // Uncompressed LAS sources switch to raw records where the GPU decodes them, for this pass.
+  bool records = false;
+  if (wants_records()) {
+    for (auto* s : all_) { records = s->deliver_records(true) || records; }
+  }
+  struct records_off {
+    std::vector<part_source*> const& sources;
+    bool on;
+    ~records_off()
+    {
+      if (!on) { return; }
+      for (auto* s : sources) { (void)s->deliver_records(false); }
+    }
+  } const switch_back{all_, records};
+  if (gpu_ != nullptr && route_ == bin_route::gpu && !sums_ && !order_) {
+    // Order-free batches: the readers go on while CUDA starts instead of waiting for it — except
+    // for raw LAS records, which fill the ring's slots faster than the device takes them once up:
+    // the plain buffers' copies into the ring cost more than the head start gave
+    // (docs/benchmarks.md, "LAS on the device").
+    std::uint64_t const bytes =
+      o_.read_ahead.value_or(records ? 0 : std::min<std::uint64_t>(host_budget() / 4, max_read_ahead_bytes));
+    gpu_->allow_read_ahead(static_cast<std::size_t>(bytes / batch_bytes(batch_points_)));
+  }
+  std::function<host_grid*()> make_host;
+  if (o_.device == device_choice::automatic) {
+    make_host = [this, band]() -> host_grid* {
+      host_ = std::make_unique<host_grid>(band, acc_request_, order_capacity(band));
+      return host_.get();
+    };
+  }
+  grid_sink sink(route_, threads_, batch_points_, host_.get(), gpu_.get(), std::move(make_host));
+  read_progress counter;
+  progress_->follow(&counter, 0, report_.passes == 0 ? "grid" : "grid (pass " + std::to_string(report_.passes + 1) + ")");
+  std::uint64_t const parked_before = gpu_ != nullptr ? gpu_->parked_total() : 0;
+  if (report_.passes == 0) { report_.setup_s = seconds_since(job_start_); }
+  if (records) { sink.decode_records_with(&rules_); }
+  // The GPU decoder's records: binned on the device, or down to the readers.
+  bool const fold = fold_laz(band);
+  if (laz_stage_ != nullptr) { laz_stage_->deliver_to(fold ? gpu_.get() : nullptr); }
+  last_read_ = read_parts(all_, rules_, {threads_, sums_}, sink, &counter);
+  ++report_.passes;
+  bool const folded = fold && laz_stage_->report().folded_chunks > 0;
+  close_laz_stage();
+
+  std::uint64_t binned = sink.cpu_binning().binned;
+  std::uint64_t outside = sink.cpu_binning().outside;
+  bool const device_used = sink.gpu_batches() > 0 || folded;
+  if (device_used) {
+    auto& b = gpu_->binner();
+    b.synchronize();
+    binned += b.points_binned();
+    outside += b.points_outside();
+    report_.device = gpu_->wait_started().value_or(gpu_stage::device_facts{}).name;
+  }
+  if (records || folded) { add_record_results(sink, device_used); }
+  if (records) { report_.las_records_on_gpu = report_.las_records_on_gpu || sink.gpu_batches() > 0; }
+  report_.laz_binned_on_gpu = report_.laz_binned_on_gpu || folded;
+  gpu_used_ = device_used;
+  if (!gpu_used_ && host_ == nullptr) {
+    // The GPU route, and no batch reached it (a tile or --te that no point meets): empty cells.
+    host_ = std::make_unique<host_grid>(band, acc_request_, order_capacity(band));
+  }
+  if (gpu_ != nullptr && gpu_->current() == gpu_stage::state::failed && o_.device == device_choice::gpu &&
+      !cpu_took_gpus_memory_wait()) {
+    throw error(error_kind::device, "--device gpu: the GPU could not be used: " + gpu_->failure());
+  }
+  pass_outside_ = outside;
+  report_.cpu_batches += sink.cpu_batches();
+  report_.gpu_batches += sink.gpu_batches();
+  report_.read_busy_s += last_read_.read_seconds;
+  report_.cpu_bin_busy_s += last_read_.sink_seconds;
+  report_.wait_busy_s += last_read_.wait_seconds;
+  report_.bin_pass_s += seconds_since(t);
+  if (first_band) {
+    report_.read = last_read_.total;
+    report_.source_extents.clear();
+    for (auto const& p : last_read_.per_source) { report_.source_extents.push_back(p.extent); }
+    report_.outside = outside;
+  }
+  report_.binned += binned;
+  if (gpu_ != nullptr) {
+    report_.gpu_start_s = gpu_->start_seconds();
+    report_.read_ahead_batches += gpu_->parked_total() - parked_before;
+  }
+  report_.route = !gpu_used_ ? "CPU" : (sink.cpu_batches() > 0 ? "CPU + GPU" : "GPU");
+}
+
+void grid_job::note_lying_headers()
+{
+  for (std::size_t s = 0; s < all_.size(); ++s) {
+    auto const d = all_[s]->declared_bounds();
+    auto const& kept = last_read_.per_source[s].extent;
+    if (d && !d->empty() && !within(kept, *d)) {
+      double const excess = std::max({d->xmin - kept.xmin, kept.xmax - d->xmax, d->ymin - kept.ymin, kept.ymax - d->ymax});
+      std::ostringstream by;
+      by.precision(3);
+      by << excess;
+      report_.warnings.push_back(all_[s]->info().path + ": points lie outside the bounds its header declares, by up to " +
+                                 by.str() + " (" + describe_bounds(kept) + " vs header " + describe_bounds(*d) +
+                                 "); every point was gridded");
+    }
+  }
+}
+
+band_accumulators grid_job::accumulators(grid_band const& band) const
+{
+  return band_accumulators(band, host_.get(), gpu_used_ ? &gpu_->binner() : nullptr);
+}
+
+std::uint64_t grid_job::max_count_bound(int bands, grid_band const& band)
+{
+  // Tagged counts are at most their cell's count: one bound for every count-like band.
+  if (!o_.request.count && !o_.request.needs_tags()) { return 0; }
+  if (bands > 1) {
+    // Rows are written before later bands are binned: bound by every point of the job.
+    std::uint64_t const known = known_points();
+    return known > 0 ? known : std::numeric_limits<std::uint64_t>::max();
+  }
+  return accumulators(band).max_count();
+}
+
+void grid_job::finalize_band(grid_band const& band, grid_spec const& out_grid)
+{
+  auto const t = clock_type::now();
+  std::uint32_t const out_rows_end = std::min<std::uint32_t>(band.first_row + band.rows, out_grid.rows);
+  if (band.first_row >= out_rows_end) { return; }
+  std::uint32_t const rows_in_band = out_rows_end - band.first_row;
+  std::uint32_t const rows_per =
+    static_cast<std::uint32_t>(std::max<std::uint64_t>(1, window_cells / std::max<std::uint32_t>(1, band.grid.cols)));
+  metric_request fin = o_.request;
+  fin.cell_area = std::fabs(out_grid.xres * out_grid.yres);
+  band_accumulators acc = accumulators(band);
+  double writing = 0.0;
+  omp_set_num_threads(static_cast<int>(threads_));
+  auto const finalize = [&](std::uint32_t r) {
+    return acc.finalize(r, std::min(rows_per, rows_in_band - r), out_grid.cols, fin, o_.nodata);
+  };
+  // Where the device finalizes, window k + 1 is finalized and downloaded while window k is written
+  // (its DEFLATE takes the cores; the device and the copy engine are free). On the CPU both would
+  // take the same cores: one after the other.
+  bool const overlap = gpu_used_;
+  std::future<finalized_window> next;
+  if (overlap) { next = std::async(std::launch::async, finalize, 0U); }
+  for (std::uint32_t r = 0; r < rows_in_band; r += rows_per) {
+    std::uint32_t const rows = std::min(rows_per, rows_in_band - r);
+    finalized_window f = overlap ? next.get() : finalize(r);
+    if (overlap && r + rows < rows_in_band) { next = std::async(std::launch::async, finalize, r + rows); }
+    window_counts const& c = f.counts;
+    std::uint32_t largest = c.largest;
+    std::uint64_t const total = c.total, non_empty = c.non_empty;
+    if (host_ != nullptr && !host_->keeps_counts()) { largest = 0; }  // counts of 0 or 1: no maximum known
+    report_.max_count = std::max<std::uint64_t>(report_.max_count, largest);
+    counted_ += total;
+    report_.non_empty += non_empty;
+    auto const w = clock_type::now();
+    output_.write_rows(band.first_row + r, rows, f.bands);
+    writing += seconds_since(w);
+  }
+  report_.finalize_s += seconds_since(t) - writing;
+  if (gpu_used_) { report_.gpu = gpu_->binner().times(); }
+}
+
+void grid_job::confirm_gpu()
+{
+  if (o_.device != device_choice::gpu || gpu_ == nullptr || gpu_used_) { return; }
+  if (host_ != nullptr && gpu_->waiting_for_memory()) {
+    // The CPU binned every batch while the GPU side waited for memory other processes hold: the
+    // job is done, the wait is over.
+    gpu_->stop();
+    gpu_->wait_settled();
+  }
+  bool const started = gpu_->wait_started().has_value();
+  if (!cpu_took_gpus_memory_wait() && !started) {
+    throw error(error_kind::device, "--device gpu: the GPU could not be used: " + gpu_->failure());
+  }
+}
+
+bool grid_job::cpu_took_gpus_memory_wait()
+{
+  if (gpu_ == nullptr || !gpu_->failed_for_memory() || gpu_used_ || host_ == nullptr) { return false; }
+  std::string const note = "the device's memory stayed with other processes until the CPU had binned every batch: "
+                           "the job ran on the CPU (" + gpu_->failure() + ")";
+  if (std::find(report_.device_memory_notes.begin(), report_.device_memory_notes.end(), note) ==
+      report_.device_memory_notes.end()) {
+    report_.device_memory_notes.push_back(note);
+  }
+  return true;
+}
+
+void grid_job::check_counts()
+{
+  // A cell's count is 32 bits: with 2^32 points or more one could have wrapped. The counts of the
+  // output cells then no longer add up to the points binned into them. (A host grid without
+  // counts has none to wrap.)
+  bool const counts_kept = host_ == nullptr || host_->keeps_counts();
+  if (counts_kept && report_.binned >= (std::uint64_t{1} << 32) && counted_ != report_.binned) {
+    throw error(error_kind::resource, "a cell holds more than 4,294,967,295 points, more than a count can hold; "
+                                      "choose a finer resolution (--res)");
+  }
+}
+
+}  // namespace job_detail
+}  // namespace heightgrid::app
