@@ -212,10 +212,7 @@ namespace {
 /// by a signal).
 struct auto_ground {
   explicit auto_ground(std::string const& output)
-    : path((std::filesystem::path(output).parent_path() /
-            ("." + std::filesystem::path(output).filename().string() + ".ground.tmp-" + std::to_string(::getpid()) +
-             ".tif"))
-             .string()),
+    : path(hidden_temporary_path(output, "ground.tmp", ".tif")),
       registration(path)
   {
   }

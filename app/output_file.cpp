@@ -25,29 +25,6 @@ void check_output_file(std::string const& path, bool overwrite, std::string cons
   check_directory_writable(path, dir);
 }
 
-temporary_file::temporary_file(fs::path target)
-  : target_(std::move(target)),
-    path_(target_.parent_path() / ("." + target_.filename().string() + ".tmp-" + std::to_string(::getpid()))),
-    registration_(fs::absolute(path_).string())
-{
-}
-
-temporary_file::~temporary_file()
-{
-  if (committed_) { return; }
-  std::error_code ec;
-  fs::remove(path_, ec);
-}
-
-void temporary_file::commit()
-{
-  std::error_code ec;
-  fs::rename(path_, target_, ec);
-  HG_EXPECTS(!ec, error_kind::output,
-          target_.string() + ": cannot move '" + path_.string() + "' into place: " + ec.message());
-  committed_ = true;
-}
-
 void write_text_file(std::string const& path, std::string const& text)
 {
   temporary_file tmp{fs::path(path)};

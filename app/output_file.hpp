@@ -15,25 +15,8 @@ namespace heightgrid::app {
 /// `what` names the option in messages (e.g. "--json").
 void check_output_file(std::string const& path, bool overwrite, std::string const& what);
 
-/// The ".<name>.tmp-<pid>" file next to a target: removed on destruction unless commit() renamed
-/// it over the target.
-class temporary_file {
- public:
-  explicit temporary_file(std::filesystem::path target);
-  temporary_file(temporary_file const&) = delete;
-  temporary_file& operator=(temporary_file const&) = delete;
-  ~temporary_file();
-
-  [[nodiscard]] std::filesystem::path const& path() const noexcept { return path_; }
-  /// Renames the temporary over the target. Throws error_kind::output on failure.
-  void commit();
-
- private:
-  std::filesystem::path target_;
-  std::filesystem::path path_;
-  temporary_registration registration_;  ///< removed by the signal handler if the run is stopped
-  bool committed_{false};
-};
+/// temporary_file (core/temp_registry.hpp): the hidden file a target is written under.
+using heightgrid::temporary_file;
 
 /// Writes `text` to `path` atomically (temporary + rename). Throws error_kind::output.
 void write_text_file(std::string const& path, std::string const& text);

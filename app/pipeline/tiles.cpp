@@ -130,9 +130,9 @@ grid_spec plan_tiled_grid(std::vector<catalogue_entry> const& catalogue, tile_so
 
 namespace {
 
-/// Removes the hidden temporaries (".NAME.tmp-PID...", output_file's and the writers' naming;
-/// ".NAME.fill-PID", fill_tiles') that a killed process left in `dir`: those whose PID no process on
-/// this host has. Returns how many.
+/// Removes the hidden temporaries (hidden_temporary_path's ".NAME.tmp-PID..." of the writers and
+/// ".NAME.fill-PID" of fill_tiles) that a killed process left in `dir`: those whose PID no process
+/// on this host has. Returns how many.
 std::size_t remove_stale_temporaries(fs::path const& dir)
 {
   std::size_t removed = 0;

@@ -141,64 +141,6 @@ struct pending_block_row {
   std::size_t rows_filled{0};
 };
 
-fs::path aux_of(fs::path const& p) { return fs::path(p.string() + ".aux.xml"); }
-
-/// The ".<name>.tmp-<pid><suffix>" file next to the target, registered for removal by a signal
-/// handler (with its ".aux.xml" side-car): removed unless commit() renamed it over the target.
-/// Declared before the dataset writing it, so the dataset is closed first.
-class temporary_output {
- public:
-  explicit temporary_output(fs::path const& target, std::string const& suffix = {})
-    : path_(target.parent_path() /
-            ("." + target.filename().string() + ".tmp-" + std::to_string(::getpid()) + suffix)),
-      // Absolute: the signal handler may run after a change of working directory.
-      registration_(fs::absolute(path_).string()),
-      aux_registration_(fs::absolute(aux_of(path_)).string())
-  {
-  }
-  temporary_output(temporary_output const&) = delete;
-  temporary_output& operator=(temporary_output const&) = delete;
-  ~temporary_output()
-  {
-    if (committed_) { return; }
-    remove();
-  }
-
-  [[nodiscard]] fs::path const& path() const noexcept { return path_; }
-
-  /// Removes the file now (the destructor would); for a temporary that is not renamed.
-  void remove() noexcept
-  {
-    std::error_code ec;
-    fs::remove(path_, ec);
-    fs::remove(aux_of(path_), ec);
-  }
-
-  void commit(fs::path const& target)
-  {
-    std::error_code ec;
-    fs::rename(path_, target, ec);
-    HG_EXPECTS(!ec, error_kind::output,
-            target.string() + ": cannot move '" + path_.string() + "' into place: " + ec.message());
-    committed_ = true;
-    // GDAL keeps what a format cannot hold in a ".aux.xml" side-car. A new one belongs to the
-    // new file; an old one described the replaced file and would be read as the new one's.
-    if (fs::exists(aux_of(path_), ec)) {
-      fs::rename(aux_of(path_), aux_of(target), ec);
-      HG_EXPECTS(!ec, error_kind::output,
-              target.string() + ": cannot move '" + aux_of(path_).string() + "' into place: " + ec.message());
-    } else {
-      fs::remove(aux_of(target), ec);
-    }
-  }
-
- private:
-  fs::path path_;
-  temporary_registration registration_;
-  temporary_registration aux_registration_;
-  bool committed_{false};
-};
-
 GDALDriver& driver_named(char const* name, std::string const& path)
 {
   auto* driver = GetGDALDriverManager()->GetDriverByName(name);
@@ -266,8 +208,9 @@ class raster_writer::impl {
     GDALDriver& gtiff = driver_named("GTiff", path_);
     // COG: the driver only copies from a finished dataset, so the rows go to a GTiff first.
     auto const co = format_ == output_format::cog ? cog_source_options(co_, gtiff) : co_;
-    temp_.emplace(target_);
-    if (format_ == output_format::cog) { source_.emplace(target_, ".src"); }
+    // GDAL keeps what a format cannot hold in a ".aux.xml" side-car: it moves with the file.
+    temp_.emplace(target_, "tmp", "", std::vector<std::string>{".aux.xml"});
+    if (format_ == output_format::cog) { source_.emplace(target_, "tmp", ".src", std::vector<std::string>{".aux.xml"}); }
     fs::path const& written_path = format_ == output_format::cog ? source_->path() : temp_->path();
     try {
       gdal_error_scope errors;
@@ -341,7 +284,7 @@ class raster_writer::impl {
         HG_EXPECTS(!errors.failed(), error_kind::output, path_ + ": cannot write the COG: " + errors.message());
         source_->remove();
       }
-      temp_->commit(target_);
+      temp_->commit();
       committed_ = true;
       report.data_type = type_;
       report.notes = notes_;
@@ -610,8 +553,9 @@ class raster_writer::impl {
   std::vector<std::string> notes_;
   CPLStringList co_;
   // Before the dataset, so that the dataset is closed before its file is removed.
-  std::optional<temporary_output> temp_;    ///< the file renamed over the path
-  std::optional<temporary_output> source_;  ///< COG only: the GTiff the rows are written to
+  // Declared before the dataset writing them, so the dataset is closed first.
+  std::optional<temporary_file> temp_;    ///< the file renamed over the path
+  std::optional<temporary_file> source_;  ///< COG only: the GTiff the rows are written to
   gdal_dataset_ptr dataset_;
   std::size_t block_rows_{1};
   std::map<std::size_t, pending_block_row> pending_;  ///< by block row index

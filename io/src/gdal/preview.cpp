@@ -1,6 +1,7 @@
 #include "heightgrid/io/preview.hpp"
 
 #include "heightgrid/core/error.hpp"
+#include "heightgrid/core/temp_registry.hpp"
 #include "heightgrid/core/output_path.hpp"
 #include "heightgrid/io/gdal_env.hpp"
 
@@ -206,7 +207,7 @@ void write_preview(std::string const& raster_path, std::string const& png, bool 
           error_kind::output, png + ": " + errors.message());
   check_output_target(png, overwrite);
   fs::path const target(png);
-  fs::path const temp = target.parent_path() / ("." + target.filename().string() + ".tmp-" + std::to_string(::getpid()));
+  fs::path const temp = hidden_temporary_path(png);
   char const* const options[] = {"WORLDFILE=NO", nullptr};
   GDALDatasetUniquePtr written(png_driver->CreateCopy(temp.c_str(), picture.get(), FALSE, const_cast<char**>(options), nullptr, nullptr));
   // GDAL 3.6 has no GDALDataset::Close(): the file is complete once the dataset is closed, and a

@@ -253,7 +253,7 @@ std::vector<std::string> fill_tiles(grid_spec const& whole, std::vector<mosaic_t
       if (has_nodata != 0) { to->SetNoDataValue(nodata); }
     }
     fs::path const target(t.path);
-    out.temp = target.parent_path() / ("." + target.filename().string() + ".fill-" + std::to_string(::getpid()));
+    out.temp = hidden_temporary_path(t.path, "fill");
     out.kept = true;
     gdal_dataset_ptr copy(driver->CreateCopy(out.temp.c_str(), interior.get(), FALSE, co.List(), nullptr, nullptr));
     HG_EXPECTS(copy != nullptr && !errors.failed(), error_kind::output,

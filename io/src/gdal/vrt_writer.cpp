@@ -23,7 +23,7 @@ void build_vrt(std::string const& path, std::vector<std::string> const& tiles, s
   HG_EXPECTS(!tiles.empty(), error_kind::internal, "build_vrt: no tiles");
   detail::ensure_gdal_registered();
   fs::path const target(path);
-  fs::path const temp = target.parent_path() / ("." + target.filename().string() + ".tmp-" + std::to_string(::getpid()));
+  fs::path const temp = hidden_temporary_path(path);
   temporary_registration const registration(temp.string());
 
   std::vector<char const*> names;
