@@ -172,6 +172,11 @@ CLI::App* add_grid_command(CLI::App& app, grid_options& o)
                   "within 512 MiB and no LAZ chunk goes to the GPU decoder) or wait (every batch goes to the GPU; "
                   "--read-ahead applies)")
     ->default_val("cpu");
+  cmd->add_option("--gpu-memory-wait", o.gpu_memory_wait,
+                  "--device gpu, where other processes hold the device's memory: seconds to wait for it (polling) "
+                  "after shrinking the device batches and bands, before failing (0: fail at once; auto never waits: "
+                  "the CPU takes over)")
+    ->default_val(600.0);
   cmd->add_option("--las-decoder", o.las_decoder,
                   "Where uncompressed LAS records are decoded when the GPU bins range/min/max/count: auto (on the "
                   "GPU: the readers only copy records into page-locked memory) or cpu (the readers decode and "
@@ -314,6 +319,9 @@ int run_grid(grid_options const& given)
   HG_EXPECTS(o.gpu_start == "cpu" || o.gpu_start == "wait", error_kind::usage,
              "--gpu-start: '" + o.gpu_start + "' is not cpu or wait");
   job.cpu_while_gpu_starts = o.gpu_start == "cpu";
+  HG_EXPECTS(std::isfinite(o.gpu_memory_wait) && o.gpu_memory_wait >= 0.0, error_kind::usage,
+             "--gpu-memory-wait: " + std::to_string(o.gpu_memory_wait) + " is not a number of seconds >= 0");
+  job.device_memory_wait_s = o.gpu_memory_wait;
   if (!o.read_ahead.empty()) { job.read_ahead = o.read_ahead == "0" ? 0 : parse_memory(o.read_ahead, "--read-ahead"); }
   if (o.copc_level == "auto") {
     job.copc_level_auto = true;

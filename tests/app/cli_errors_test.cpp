@@ -145,6 +145,13 @@ TEST_F(Cli, BadOptionValues)
   // 0 turns reading ahead of the GPU off; any size is a usable value on any device.
   ASSERT_EQ(run(base + "--read-ahead 0").code, 0);
   ASSERT_EQ(run(base + "--read-ahead 64M --overwrite").code, 0);
+  // Seconds of waiting for device memory other processes hold: a finite number >= 0.
+  auto const w = out("wait.tif");
+  auto const waits = "grid " + data("sample.xyz").string() + " -o " + w.string() + " --res 1 --gpu-memory-wait ";
+  expect_failure(run(waits + "-1"), 2, "--gpu-memory-wait", w);
+  expect_failure(run(waits + "soon"), 2, "--gpu-memory-wait", w);
+  expect_failure(run(waits + "inf"), 2, "--gpu-memory-wait", w);
+  ASSERT_EQ(run(waits + "0").code, 0);
 }
 
 TEST_F(Cli, TruncatedLas)
