@@ -11,7 +11,9 @@ std::string format_bytes(std::uint64_t b)
 {
   std::ostringstream s;
   s.precision(3);
-  if (b >= (std::uint64_t{1} << 30)) {
+  if (b < (std::uint64_t{1} << 20)) {
+    s << b << " bytes";  // a budget of nothing usable reads as such, not as 9.54e-07 MiB
+  } else if (b >= (std::uint64_t{1} << 30)) {
     s << static_cast<double>(b) / static_cast<double>(std::uint64_t{1} << 30) << " GiB";
   } else {
     s << static_cast<double>(b) / static_cast<double>(std::uint64_t{1} << 20) << " MiB";
