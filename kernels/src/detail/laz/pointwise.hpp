@@ -14,6 +14,7 @@
 // A chunk: its first point raw (the whole record), then the arithmetic-coded rest; its point count
 // comes from the chunk table.
 
+#include "detail/laz/bytes.hpp"
 #include "detail/laz/coder.hpp"
 #include "detail/laz/hd.hpp"
 #include "heightgrid/core/laz_tables.hpp"
@@ -126,29 +127,6 @@ HG_LAZ_HD inline pointwise_models* lay_out_pointwise(void* slot, std::uint32_t e
     base + round_up_32(sizeof(pointwise_models) + std::size_t{extra_bytes} * sizeof(symbol_model)));
   lay_out_pointwise_models(m, bytes, extra_bytes, arena);
   return m;
-}
-
-// ------------------------------------------------------------------------------------------
-// Bytes
-// ------------------------------------------------------------------------------------------
-
-HG_LAZ_HD_INLINE std::uint32_t load_u16(std::uint8_t const* p) { return std::uint32_t{p[0]} | (std::uint32_t{p[1]} << 8); }
-HG_LAZ_HD_INLINE std::uint32_t load_u32(std::uint8_t const* p)
-{
-  return std::uint32_t{p[0]} | (std::uint32_t{p[1]} << 8) | (std::uint32_t{p[2]} << 16) | (std::uint32_t{p[3]} << 24);
-}
-HG_LAZ_HD_INLINE std::uint64_t load_u64(std::uint8_t const* p)
-{
-  return std::uint64_t{load_u32(p)} | (std::uint64_t{load_u32(p + 4)} << 32);
-}
-HG_LAZ_HD_INLINE void store_u16(std::uint8_t* p, std::uint32_t v)
-{
-  p[0] = static_cast<std::uint8_t>(v);
-  p[1] = static_cast<std::uint8_t>(v >> 8);
-}
-HG_LAZ_HD_INLINE void store_u64(std::uint8_t* p, std::uint64_t v)
-{
-  for (int b = 0; b < 8; ++b) { p[b] = static_cast<std::uint8_t>(v >> (8 * b)); }
 }
 
 /// point10's fields.
