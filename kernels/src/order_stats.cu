@@ -1,5 +1,6 @@
 // Order statistics of the streaming grid on the device (see detail/order_stats.cuh).
 
+#include "detail/infra/key_bits.hpp"
 #include "detail/infra/cuda_check.cuh"
 #include "detail/infra/device_buffer.cuh"
 #include "detail/infra/launch.cuh"
@@ -109,13 +110,6 @@ static __global__ void __launch_bounds__(batch_policy::block_threads)
   }
 }
 
-int key_bits_of(std::uint64_t cells) noexcept
-{
-  int bits = 1;
-  while (bits < 32 && (std::uint64_t{1} << bits) <= cells) { ++bits; }
-  return bits;
-}
-
 }  // namespace
 
 void order_finalize(cell_id* keys, std::uint64_t* z, std::uint64_t n, std::uint32_t const* count, std::uint64_t cells,
@@ -171,13 +165,13 @@ void order_finalize(cell_id* keys, std::uint64_t* z, std::uint64_t n, std::uint3
     HG_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, zb, kb, static_cast<std::int64_t>(n), 0, 64, stream));
     std::size_t second = 0;
     HG_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, second, kb, zb, static_cast<std::int64_t>(n), 0,
-                                             key_bits_of(cells), stream));
+                                             key_bits(cells), stream));
     device_buffer<std::byte> temp(std::max(temp_bytes, second), stream);
     temp_bytes = temp.size();
     HG_CUDA_TRY(cub::DeviceRadixSort::SortPairs(temp.data(), temp_bytes, zb, kb, static_cast<std::int64_t>(n), 0, 64, stream));
     temp_bytes = temp.size();
     HG_CUDA_TRY(cub::DeviceRadixSort::SortPairs(temp.data(), temp_bytes, kb, zb, static_cast<std::int64_t>(n), 0,
-                                             key_bits_of(cells), stream));
+                                             key_bits(cells), stream));
     if (zb.Current() != z) {
       HG_CUDA_TRY(cudaMemcpyAsync(z, zb.Current(), total * sizeof(std::uint64_t), cudaMemcpyDeviceToDevice, stream));
     }

@@ -3,6 +3,7 @@
 // in the sorted keys. Stable, so within a cell the points keep their input order: the CSR is the
 // CPU's (bin_points_cpu), bit for bit.
 
+#include "detail/infra/key_bits.hpp"
 #include "detail/infra/cuda_check.cuh"
 #include "detail/infra/device_buffer.cuh"
 #include "detail/infra/launch.cuh"
@@ -43,15 +44,6 @@ static __global__ void __launch_bounds__(item_policy::block_threads)
     offsets[c] = lo;
   }
 }
-
-/// Bits needed to represent every key 0..num_cells: ceil(log2(num_cells + 1)).
-constexpr int key_bits(std::uint64_t num_cells) noexcept
-{
-  int bits = 0;
-  while (bits < 64 && (num_cells >> bits) != 0) { ++bits; }
-  return bits;
-}
-static_assert(key_bits(0) == 0 && key_bits(1) == 1 && key_bits(2) == 2 && key_bits(3) == 2 && key_bits(4) == 3);
 
 /// Sorts (keys, z) by key in place (the buffers may be swapped with their sorted copies) and builds
 /// offsets (num_cells + 1 entries). Afterwards z holds every point, the binned ones first, grouped
