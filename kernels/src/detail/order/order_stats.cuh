@@ -9,7 +9,7 @@
 // (metrics.hpp percentile_of_sorted). Sorting ordered keys, not doubles, orders -0.0 before +0.0
 // as the CPU does (CUB sorts the two zeros as equal), so both backends pick the same value.
 
-#include "detail/csr/grid_accumulate.cuh"
+#include "detail/binner/grid_accumulate.cuh"
 #include "heightgrid/core/metrics.hpp"
 #include "heightgrid/kernels/order_stats.hpp"
 
