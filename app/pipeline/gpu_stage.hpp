@@ -22,10 +22,6 @@
 
 namespace heightgrid::app {
 
-/// How often a job short of device memory (other processes hold it) tries again: the allocation
-/// itself is the test (cudaMemGetInfo would not say whether the free memory is in one piece).
-inline constexpr double device_memory_poll_s = 0.2;
-
 /// Ring slots of a stage fed by `workers` readers: two each (one filling while one uploads) and four
 /// spare (batches parked while CUDA starts, merge lanes).
 [[nodiscard]] constexpr std::size_t gpu_ring_slots(std::size_t workers) noexcept { return workers * 2 + 4; }

@@ -1,6 +1,7 @@
 #include "pipeline/grid_job_impl.hpp"
 
 #include "pipeline/grid_plan.hpp"
+#include "pipeline/memory_wait.hpp"
 #include "report.hpp"
 
 #include "heightgrid/core/error.hpp"

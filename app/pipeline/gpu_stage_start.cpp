@@ -1,0 +1,140 @@
+// gpu_stage's start-up thread: CUDA's start, then, once the job configured the stage, the binner;
+// either waits for device memory other processes hold as the job allows (memory_wait.hpp).
+
+#include "pipeline/gpu_stage_shared.hpp"
+#include "report.hpp"
+
+#include "heightgrid/core/error.hpp"
+#include "heightgrid/kernels/gpu.hpp"
+
+#include <exception>
+#include <thread>
+#include <utility>
+
+namespace heightgrid::app {
+namespace {
+
+std::atomic<int> start_threads_running{0};
+std::atomic<bool> cuda_started{false};
+
+}  // namespace
+
+bool gpu_start_in_flight() noexcept { return start_threads_running.load() > 0; }
+
+bool gpu_started_in_process() noexcept { return cuda_started.load(); }
+
+memory_wait_hooks gpu_stage::shared::memory_hooks()
+{
+  return {[this](double seconds) { return pause(seconds); }, [this](std::string note) { note_memory(std::move(note)); },
+          [this](bool on) { memory_wait = on; }};
+}
+
+bool gpu_stage::shared::start_within_memory(shared& s, std::string* reason, bool* short_of_memory)
+{
+  if (start_gpu(reason, s.device, short_of_memory)) { return true; }
+  if (!*short_of_memory) { return false; }
+  double wait_s = 0.0;
+  {
+    std::unique_lock<std::mutex> lock(s.mutex);
+    s.changed.wait(lock, [&] { return s.memory_wait_known || s.configured || s.abandoned || s.stopping; });
+    wait_s = s.memory_wait_s;
+  }
+  if (wait_s <= 0.0) { return false; }
+  try {
+    return within_device_memory("CUDA's start", wait_s, s.memory_hooks(), [&] {
+      if (start_gpu(reason, s.device, short_of_memory)) { return true; }
+      if (*short_of_memory) { throw device_memory_error(*reason); }
+      return false;
+    });
+  } catch (device_memory_error const& e) {
+    *reason = e.what();
+    return false;
+  }
+}
+
+std::unique_ptr<gpu_binner> gpu_stage::shared::make_binner(shared& s, grid_band const& band, gpu_binner_options options)
+{
+  double wait_s = 0.0;
+  {
+    std::lock_guard<std::mutex> lock(s.mutex);
+    wait_s = s.memory_wait_s;
+  }
+  return within_device_memory("the binner", wait_s, s.memory_hooks(), [&] {
+    try {
+      return std::make_unique<gpu_binner>(band, options);
+    } catch (device_memory_error const& e) {
+      if (options.device_batches <= 1) { throw; }
+      s.note_memory("device memory short for " + std::to_string(options.device_batches) + " device batches (" +
+                    e.what() + "); binning with one");
+      options.device_batches = 1;
+      return std::make_unique<gpu_binner>(band, options);
+    }
+  });
+}
+
+void gpu_stage::shared::start(std::shared_ptr<shared> s)
+{
+  std::string reason;
+  if (s->before_start && !s->before_start()) {
+    s->settle(state::failed, "the start was refused (before_start)");
+    return;
+  }
+  bool short_of_memory = false;
+  if (!start_within_memory(*s, &reason, &short_of_memory)) {
+    s->memory_failure = short_of_memory;
+    s->settle(state::failed, reason);
+    return;
+  }
+  try {
+    auto const info = query_device();
+    std::lock_guard<std::mutex> lock(s->mutex);
+    s->facts = gpu_stage::device_facts{info.name, info.free_mem};
+    s->started = true;
+    cuda_started.store(true);
+  } catch (std::exception const& e) {
+    s->settle(state::failed, e.what());
+    return;
+  }
+  s->changed.notify_all();
+  grid_band band;
+  gpu_binner_options options;
+  {
+    std::unique_lock<std::mutex> lock(s->mutex);
+    if (!s->wait_configured(lock)) {
+      lock.unlock();
+      s->settle(state::failed, "the job ended before the GPU was needed");
+      return;
+    }
+    band = s->band;
+    options = s->options;
+  }
+  try {
+    auto binner = make_binner(*s, band, options);
+    binner->register_host_memory(s->ring.get(), s->slots * s->slot_bytes);
+    {
+      std::lock_guard<std::mutex> lock(s->mutex);
+      s->binner = std::move(binner);
+    }
+    s->settle(state::ready);
+  } catch (std::exception const& e) {
+    s->memory_failure = dynamic_cast<device_memory_error const*>(&e) != nullptr;
+    s->settle(state::failed, e.what());
+  }
+}
+
+void gpu_stage::shared::launch(std::shared_ptr<shared> const& s)
+{
+  start_threads_running.fetch_add(1);
+  try {
+    std::thread([held = s]() mutable {
+      start(held);
+      held.reset();  // a binner this thread made last use of is gone before the count drops
+      start_threads_running.fetch_sub(1);
+    }).detach();
+  } catch (...) {
+    start_threads_running.fetch_sub(1);
+    throw;
+  }
+}
+
+}  // namespace heightgrid::app
