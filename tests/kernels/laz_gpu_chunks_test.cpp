@@ -563,6 +563,95 @@ TEST(LazGpuChunks, LayeredFilesMatchTheCpuDecoder)
   }
 }
 
+/// A layered chunk's bytes decoded by the CPU decoder (Z, classification, flags: what the GPU
+/// decodes), or nothing where the CPU rejects them.
+std::optional<std::vector<std::uint8_t>> cpu_layered(laz_file const& f, std::vector<std::uint8_t> const& bytes,
+                                                     std::uint32_t points)
+{
+  laz::chunk_entry const e{f.chunks[0].offset, bytes.size(), points};
+  std::vector<std::uint8_t> records(std::size_t{points} * f.vlr.record_length(), 0);
+  laz::chunk_scratch scratch;
+  try {
+    laz::decode_laz_chunk(
+      f.layout, f.vlr,
+      [&](std::uint64_t o, std::size_t n, std::uint8_t* out) {
+        if (o < e.offset || o - e.offset > bytes.size() || n > bytes.size() - (o - e.offset)) {
+          throw error(error_kind::input, "read past the chunk");
+        }
+        std::memcpy(out, bytes.data() + (o - e.offset), n);
+      },
+      0, e, scratch, records.data(), laz::field_selection::heightgrid());
+  } catch (error const&) {
+    return std::nullopt;
+  }
+  return records;
+}
+
+/// Damaged layered chunks beside good ones in one call: the GPU rejects what the CPU rejects (a
+/// chunk cut in half, one holding only its first record, more points than the chunk says, random
+/// bytes) and decodes what the CPU decodes (flipped bytes inside the layers) to the same records;
+/// the good chunks around them are unharmed.
+TEST(LazGpuChunks, CorruptAndTruncatedLayeredChunksAreFlaggedLikeTheCpu)
+{
+  HG_SKIP_WITHOUT_GPU();
+  auto const files = layered_files();
+  HG_REQUIRE_FILES(files, "layered (compressor 3)");
+  laz_file const& f = *files.front();
+  std::size_t const length = f.vlr.record_length();
+  auto const& good = f.bytes[0];
+  auto const points = static_cast<std::uint32_t>(f.chunks[0].points);
+  std::vector<std::uint8_t> const half(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(good.size() / 2));
+  std::vector<std::uint8_t> const first_record_only(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(length));
+  std::vector<std::uint8_t> garbage(4096);
+  std::mt19937 rng(5);
+  for (auto& b : garbage) { b = static_cast<std::uint8_t>(rng()); }
+  std::vector<std::vector<std::uint8_t>> flipped;
+  for (int k = 0; k < 6; ++k) {
+    auto bytes = good;
+    // Past the first record, the point count and the layer sizes: inside the layers.
+    std::uniform_int_distribution<std::size_t> at(length + 4 + 4 * 9, bytes.size() - 1);
+    for (int j = 0; j <= k; ++j) { bytes[at(rng)] ^= static_cast<std::uint8_t>(1u + rng() % 255u); }
+    flipped.push_back(std::move(bytes));
+  }
+
+  struct entry {
+    std::vector<std::uint8_t> const* bytes;
+    std::uint32_t points;
+    char const* what;
+  };
+  std::vector<entry> entries{{&good, points, "good"},
+                             {&half, points, "cut in half"},
+                             {&good, points + 1, "more points than the chunk says"},
+                             {&first_record_only, points, "its first record alone"},
+                             {&garbage, 2000, "random bytes"},
+                             {&good, points, "good again"}};
+  for (auto const& b : flipped) { entries.push_back({&b, points, "flipped bytes"}); }
+  batch b;
+  for (auto const& e : entries) { b.add(*e.bytes, e.points); }
+  laz_gpu_format format;
+  format.layout = laz_gpu_layout::layered_point14;
+  format.record_length = static_cast<std::uint32_t>(length);
+  format.layer_count = static_cast<std::uint32_t>(laz::layered_layer_count(f.vlr));
+  laz_gpu_decoder decoder;
+  auto const [records, status] = gpu_decode(decoder, format, b);
+  int rejected = 0;
+  for (std::size_t c = 0; c < entries.size(); ++c) {
+    SCOPED_TRACE("chunk " + std::to_string(c) + " (" + entries[c].what + ")");
+    auto const cpu = cpu_layered(f, *entries[c].bytes, entries[c].points);
+    ASSERT_EQ(status[c] == laz_gpu_status::ok, cpu.has_value()) << "GPU status " << static_cast<int>(status[c]);
+    if (!cpu) {
+      ++rejected;
+      continue;
+    }
+    for (std::uint32_t i = 0; i < entries[c].points; ++i) {
+      ASSERT_EQ(0, std::memcmp(records.data() + (b.chunks[c].first_record + i) * laz_gpu_record_bytes,
+                               cpu->data() + i * length, laz_gpu_record_bytes))
+        << "record " << i;
+    }
+  }
+  EXPECT_GE(rejected, 4) << "the cut, the count, the lone record and the random bytes";
+}
+
 TEST(LazGpuChunks, PointwiseFormatMustMatchItsItems)
 {
   HG_SKIP_WITHOUT_GPU();
