@@ -43,9 +43,8 @@ __global__ void lay_out_channels_kernel(point14_channel* channels, std::uint16_t
 /// Both mappings. `Lanes` = roles (layer_per_lane): lane r decodes layer r, side by side. `Lanes`
 /// = 1 (chunk_per_thread): lane 0 decodes the four layers one after the other (each follower then
 /// finds every record published). One block of 32 threads a chunk at a time; blocks take chunks from
-/// an atomic counter. Lanes of a warp on different chunks would diverge on every data-dependent
-/// branch: one thread a chunk with 1, 4, 8 or 32 chunks a warp gave 667, 840, 1104 and 2156 ms for
-/// 2000 chunks of 50,000 points (H200), so a warp never holds more than one chunk.
+/// an atomic counter. A warp never holds more than one chunk: lanes on different chunks diverge on
+/// every data-dependent branch (docs/benchmarks-history.md, "The GPU LAZ decoder, 2026-11-26").
 template <unsigned Lanes>
 __global__ void __launch_bounds__(32) decode_chunks_kernel(point14_params p)
 {

@@ -186,7 +186,12 @@ HG_LAZ_HD_INLINE bit_model& use(bit_model& m, std::uint32_t stamp)
 // The range decoder (registers)
 // ------------------------------------------------------------------------------------------
 
-struct range_decoder {
+/// `ReduceCounts`: on the device a symbol's count is added by a reduction (the lane does not wait
+/// for it); otherwise loaded and stored. `WideSmallSearch`: a model of up to 16 symbols is searched
+/// by reading its distribution at once; otherwise by bisection. Both decode the same symbols; which
+/// is faster depends on the kernel (the pointwise one: both; the layered one: neither).
+template <bool ReduceCounts = true, bool WideSmallSearch = true>
+struct basic_range_decoder {
   std::uint8_t const* next;
   std::uint8_t const* end;
   std::uint32_t value;
@@ -241,6 +246,10 @@ struct range_decoder {
   HG_LAZ_HD_INLINE static void count(std::uint16_t* c)
   {
 #if defined(__CUDA_ARCH__)
+    if constexpr (!ReduceCounts) {
+      ++*c;
+      return;
+    }
     auto const at = reinterpret_cast<std::uintptr_t>(c);
     atomicAdd(reinterpret_cast<unsigned int*>(at & ~std::uintptr_t{3}), 1u << ((at & 2u) * 8u));
 #else
@@ -303,7 +312,17 @@ struct range_decoder {
       // The distribution (<= 16 symbols, non-decreasing from dist[0] = 0) read at once: the last
       // symbol whose interval starts at or below the value is the number of symbols 1.. that do,
       // what the bisection finds, without its chain of dependent loads.
-      symbol = small_symbol(dist, m.symbols, unit, value);
+      if constexpr (WideSmallSearch) {
+        symbol = small_symbol(dist, m.symbols, unit, value);
+      } else {
+        symbol = 0;
+        std::uint32_t n = m.symbols;
+        while (n > 1) {
+          std::uint32_t const half = n >> 1;
+          symbol = unit * std::uint32_t{dist[symbol + half]} <= value ? symbol + half : symbol;
+          n -= half;
+        }
+      }
     }
     std::uint32_t const low = std::uint32_t{dist[symbol]} * unit;
     std::uint32_t const high = symbol != m.symbols - 1u ? std::uint32_t{dist[symbol + 1]} * unit : length;
@@ -350,6 +369,9 @@ struct range_decoder {
   }
 };
 
+/// The decoder of the pointwise kernel and the host codec.
+using range_decoder = basic_range_decoder<>;
+
 // ------------------------------------------------------------------------------------------
 // The integer decompressor
 // ------------------------------------------------------------------------------------------
@@ -385,7 +407,8 @@ struct integer_decompressor {
 
   /// The integer predicted by `pred` in `context` (clamped to the last); `k` receives the number of
   /// corrector bits (a context of the next fields).
-  HG_LAZ_HD_INLINE std::int32_t decompress(range_decoder& dec, std::int32_t pred, std::uint32_t context,
+  template <class Decoder>
+  HG_LAZ_HD_INLINE std::int32_t decompress(Decoder& dec, std::int32_t pred, std::uint32_t context,
                                            std::uint32_t stamp, std::uint32_t& k)
   {
     if (context >= Contexts) { context = Contexts - 1; }
@@ -411,7 +434,8 @@ struct integer_decompressor {
     }
     return result;
   }
-  HG_LAZ_HD_INLINE std::int32_t decompress(range_decoder& dec, std::int32_t pred, std::uint32_t context,
+  template <class Decoder>
+  HG_LAZ_HD_INLINE std::int32_t decompress(Decoder& dec, std::int32_t pred, std::uint32_t context,
                                            std::uint32_t stamp)
   {
     std::uint32_t k = 0;

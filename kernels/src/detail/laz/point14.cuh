@@ -25,6 +25,11 @@ namespace heightgrid::detail::laz {
 inline constexpr std::uint32_t overrun_tolerance = 4;
 inline constexpr std::uint32_t overrun_check_interval = 1024;
 
+/// The layers' coder: counts loaded and stored, small models bisected. Four lanes of a warp issue
+/// in turn here, so instructions, not latency, bound it: the pointwise kernel's reduction and wide
+/// search cost 8 % each (docs/benchmarks.md, "LAZ on the device").
+using point14_decoder = basic_range_decoder<false, false>;
+
 // ------------------------------------------------------------------------------------------
 // point14: one scanner channel's state
 // ------------------------------------------------------------------------------------------
@@ -146,12 +151,11 @@ struct point14_params {
 // run at once. The XY lane runs ahead: it writes X, Y, the returns byte, the channel (in the flags
 // byte) and the Z context k (in the Z slot) of each point into the record and publishes how many
 // records hold them in shared memory; the others follow, read what they need from the record and
-// write their own bytes (Z 8-11, flags 15, classification and user data 16-17). A chunk takes as
-// long as its XY layer: 475 vs 483 ms (all layers on one lane) for 2000 chunks of 50,000 points on
-// an H100, and the XY lane alone in a warp of its own (followers in a second warp) decodes a round
-// of chunks no faster while fitting fewer at once. Its models sit in L1 (98.7 % hits): the bound is
-// the XY chain's instructions (~1,400 a point for the four layers, ~7 cycles each), not memory;
-// models copied into shared memory made it slower (docs/benchmarks-history.md). Each lane tracks
+// write their own bytes (Z 8-11, flags 15, classification and user data 16-17). A chunk takes about
+// as long as its XY layer, and the XY lane alone in a warp of its own (followers in a second warp)
+// decodes a round of chunks no faster while fitting fewer at once. Its models sit in L1: the bound
+// is the lanes' instructions, not memory; models copied into shared memory made it slower
+// (docs/benchmarks-history.md, "The GPU LAZ decoder, 2026-11-26"). Each lane tracks
 // the scanner channels itself (they switch on the XY lane's word) and keeps its own per-channel
 // state and stamps.
 
@@ -208,7 +212,7 @@ __device__ inline laz_gpu_status start_point14_chunk(point14_params const& p, la
 __device__ inline bool decode_xy_layer(point14_chunk& sh, std::uint8_t* out, point14_channel* slot, std::uint32_t& epoch)
 {
   __shared__ median5 medians[2][12];  // [x or y][predictor << 1 | GPS changed] of the current channel
-  range_decoder xy;
+  point14_decoder xy;
   xy.init(sh.layer_data[layer_xy], sh.layer_size[layer_xy]);
   point14_last const first = sh.first;
   std::int32_t x = first.x, y = first.y;
@@ -331,7 +335,7 @@ __device__ inline bool decode_follower_layer(point14_params const& p, point14_ch
   unsigned const layer = Role == role_z ? layer_z : Role == role_classification ? layer_classification : layer_flags;
   bool const selected = Role == role_z ? p.z : Role == role_classification ? p.classification : p.flags;
   bool const live = selected && sh.layer_size[layer] != 0;
-  range_decoder dec;
+  point14_decoder dec;
   if (live) { dec.init(sh.layer_data[layer], sh.layer_size[layer]); }
   point14_last const first = sh.first;
   std::int32_t value = Role == role_z ? first.z : Role == role_classification ? first.classification : first.flags;
