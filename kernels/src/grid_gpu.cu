@@ -1,5 +1,7 @@
 // The whole device pipeline (grid_points_gpu) and the host-CSR reduce (reduce_csr_gpu), composed
-// from device_csr and reduce(); and the pipeline of the atomic mode, which builds no CSR.
+// from device_csr and reduce(); and the pipeline of the atomic mode, which builds no CSR: the
+// streaming grid's own fold and finalize (detail/binner/grid_accumulate.cuh), so that what
+// `compare --modes atomic` times is what `grid` runs.
 
 #include "detail/infra/cuda_check.cuh"
 #include "detail/infra/cuda_event.cuh"
@@ -7,7 +9,7 @@
 #include "detail/infra/device_context.cuh"
 #include "detail/infra/impl.cuh"
 #include "detail/infra/pinned_staging.cuh"
-#include "detail/reduce/reduce_atomic.cuh"
+#include "detail/binner/grid_accumulate.cuh"
 #include "heightgrid/kernels/grid_gpu.hpp"
 
 #include <string>
@@ -38,35 +40,54 @@ gpu_grid_result grid_points_atomic(grid_spec const& grid, point_chunk const& poi
   detail::cuda_event uploaded;
   detail::cuda_event reduced;
   detail::cuda_event downloaded;
-  detail::device_buffer<unsigned long long> outside(1, stream);
-  outside.fill_bytes(0, stream);
-
   auto state = detail::make_cell_results(cells, request, reduce_mode::atomic, stream);
+  // The accumulators of one band that is the whole grid, as gpu_binner keeps them.
+  detail::device_buffer<std::uint64_t> lo(cells, stream);
+  detail::device_buffer<std::uint64_t> hi(cells, stream);
+  detail::device_buffer<std::uint32_t> count(cells, stream);
+  detail::device_buffer<detail::batch_counters> counters(1, stream);
+  for (auto* b : {&lo, &hi}) { b->fill_bytes(0, stream); }
+  count.fill_bytes(0, stream);
+  counters.fill_bytes(0, stream);
+  accumulator_view const acc{lo.data(), hi.data(), count.data(), nullptr, nullptr, cells, 1};
   start.record(stream);
   {
     detail::pinned_staging staging(n * sizeof(double));
-    detail::device_buffer<double> x(n, stream);
-    detail::device_buffer<double> y(n, stream);
-    detail::device_buffer<double> z(n, stream);
-    staging.to_device(x.data(), points.x.data(), x.bytes(), stream);
-    staging.to_device(y.data(), points.y.data(), y.bytes(), stream);
-    staging.to_device(z.data(), points.z.data(), z.bytes(), stream);
+    // The columns of one point_batch of n points (x, then y, then z).
+    detail::device_buffer<double> xyz(3 * n, stream);
+    staging.to_device(xyz.data(), points.x.data(), n * sizeof(double), stream);
+    staging.to_device(xyz.data() + n, points.y.data(), n * sizeof(double), stream);
+    staging.to_device(xyz.data() + 2 * n, points.z.data(), n * sizeof(double), stream);
     uploaded.record(stream);
 
     // Runs even when no band is requested: the points outside the grid are counted on the way.
     state->start.record(stream);
-    detail::launch_atomic_thread_per_point(x.data(), y.data(), z.data(), n, grid, request, detail::bands_of(*state),
-                                           nodata, outside.data(), stream);
+    if (n > 0) {
+      detail::batch_columns<coord_encoding::float64> const cols{xyz.data(), n, scaled_coords{}};
+      detail::accumulate_atomic_thread_per_point_kernel<<<detail::grid_blocks(n, detail::batch_policy::block_threads),
+                                                          detail::batch_policy::block_threads, 0, stream>>>(
+        cols, n, grid, 0, acc, counters.data());
+      HG_CUDA_CHECK_LAUNCH();
+    }
+    if (cells > 0) {
+      detail::output_bands const o = detail::bands_of(*state);
+      band_pointers const out{o.min, o.max, o.range, o.count, o.mean, o.stddev};
+      detail::finalize_rows_thread_per_cell_kernel<<<detail::grid_blocks(cells, detail::batch_policy::block_threads),
+                                                     detail::batch_policy::block_threads, 0, stream>>>(
+        acc, 0, grid.cols, grid.cols, cells, out, nodata);
+      HG_CUDA_CHECK_LAUNCH();
+    }
     state->stop.record(stream);
-  }  // x, y, z are freed here (stream order: after the kernels)
+  }  // the columns are freed here (stream order: after the kernels)
   device_cell_results const bands(std::move(state));
   reduced.record(stream);
   r.results = bands.to_host(stream);
   downloaded.record(stream);
 
-  unsigned long long dropped = 0;
-  HG_CUDA_TRY(cudaMemcpyAsync(&dropped, outside.data(), sizeof(dropped), cudaMemcpyDeviceToHost, stream));
+  detail::batch_counters tally{};
+  HG_CUDA_TRY(cudaMemcpyAsync(&tally, counters.data(), sizeof(tally), cudaMemcpyDeviceToHost, stream));
   HG_CUDA_TRY(cudaStreamSynchronize(stream));
+  unsigned long long const dropped = tally.outside;
   r.stats.points_in = n;
   r.stats.points_outside = dropped;
   r.stats.points_binned = n - dropped;
