@@ -20,7 +20,8 @@ std::size_t gpu_binner::device_bytes(grid_band const& band, gpu_binner_options c
              order_bytes_per_point();
   }
   if (o.reduction == batch_reduction::sorted) {
-    // keys x3, z x2, run counts, offsets, and cub's temporary storage (bounded by about 2n words).
+    // run_csr's scratch: keys x3, z x2, run counts, offsets, and cub's temporary storage (bounded
+    // by about 2n words).
     bytes += n * (3 * sizeof(cell_id) + 2 * sizeof(double) + sizeof(std::uint64_t)) + (n + 1) * sizeof(point_offset);
     bytes += 4 * n * sizeof(std::uint64_t) + (std::size_t{1} << 20);
   }
@@ -75,24 +76,7 @@ gpu_binner::gpu_binner(grid_band const& band, gpu_binner_options const& o)
   s.slots.resize(static_cast<std::size_t>(s.options.device_batches));
   for (auto& slot : s.slots) { slot.data = detail::device_buffer<std::byte>(batch_bytes(o.batch_points), st); }
   if (o.reduction == batch_reduction::sorted) {
-    std::size_t const n = o.batch_points;
-    s.keys = detail::device_buffer<cell_id>(n, st);
-    s.keys_sorted = detail::device_buffer<cell_id>(n, st);
-    s.unique = detail::device_buffer<cell_id>(n, st);
-    s.z = detail::device_buffer<double>(n, st);
-    s.z_sorted = detail::device_buffer<double>(n, st);
-    s.run_counts = detail::device_buffer<std::uint64_t>(n + 1, st);
-    s.offsets = detail::device_buffer<point_offset>(n + 1, st);
-    s.num_runs = detail::device_buffer<int>(1, st);
-    auto const items = static_cast<int>(n);
-    std::size_t sort_bytes = 0, rle_bytes = 0, scan_bytes = 0;
-    HG_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, s.keys.data(), s.keys_sorted.data(), s.z.data(),
-                                             s.z_sorted.data(), items, 0, 32, st));
-    HG_CUDA_TRY(cub::DeviceRunLengthEncode::Encode(nullptr, rle_bytes, s.keys_sorted.data(), s.unique.data(),
-                                                s.run_counts.data(), s.num_runs.data(), items, st));
-    HG_CUDA_TRY(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, s.run_counts.data(), s.offsets.data(), items + 1, st));
-    s.cub_temp_bytes = std::max({sort_bytes, rle_bytes, scan_bytes, std::size_t{1}});
-    s.cub_temp = detail::device_buffer<std::byte>(s.cub_temp_bytes, st);
+    s.runs = detail::run_csr(o.batch_points, st);
   }
   if (o.request.needs_order()) {
     s.order_kept = detail::device_buffer<unsigned long long>(1, st);

@@ -7,6 +7,7 @@
 #include "detail/infra/device_buffer.cuh"
 #include "detail/infra/device_context.cuh"
 #include "detail/binner/grid_accumulate.cuh"
+#include "detail/csr/csr_runs.cuh"
 #include "detail/infra/impl.cuh"
 #include "detail/infra/key_bits.hpp"
 #include "detail/infra/pinned_staging.cuh"
@@ -16,9 +17,6 @@
 #include "heightgrid/kernels/gpu_binner.hpp"
 #include "heightgrid/core/order_store.hpp"
 
-#include <cub/device/device_radix_sort.cuh>
-#include <cub/device/device_run_length_encode.cuh>
-#include <cub/device/device_scan.cuh>
 
 #include <algorithm>
 #include <array>
@@ -89,14 +87,9 @@ struct gpu_binner::impl {
   std::vector<device_slot> slots;
   std::uint64_t next{0};
 
-  // Scratch of the sorted reduction (one set: the compute stream runs one batch at a time).
-  detail::device_buffer<cell_id> keys, keys_sorted, unique;
-  detail::device_buffer<double> z, z_sorted;
-  detail::device_buffer<std::uint64_t> run_counts;
-  detail::device_buffer<point_offset> offsets;
-  detail::device_buffer<int> num_runs;
-  detail::device_buffer<std::byte> cub_temp;
-  std::size_t cub_temp_bytes{0};
+  // The sorted reduction's CSR of each batch's non-empty cells (one: the compute stream runs one
+  // batch at a time).
+  detail::run_csr runs;
 
   struct timing_pair {
     detail::cuda_event h2d_start, h2d_stop, bin_start, bin_stop;
@@ -373,33 +366,21 @@ struct gpu_binner::impl {
     if (b.encoding == coord_encoding::float64) {
       detail::batch_columns<coord_encoding::float64> const cols{data, b.capacity, b.transform};
       detail::batch_keys_thread_per_point_kernel<<<blocks, detail::batch_policy::block_threads, 0, compute>>>(
-        cols, n, band.grid, band.first_cell(), band_cells, keys.data(), z.data(), counters.data());
+        cols, n, band.grid, band.first_cell(), band_cells, runs.keys(), runs.z(), counters.data());
     } else {
       detail::batch_columns<coord_encoding::scaled_int32> const cols{data, b.capacity, b.transform};
       detail::batch_keys_thread_per_point_kernel<<<blocks, detail::batch_policy::block_threads, 0, compute>>>(
-        cols, n, band.grid, band.first_cell(), band_cells, keys.data(), z.data(), counters.data());
+        cols, n, band.grid, band.first_cell(), band_cells, runs.keys(), runs.z(), counters.data());
     }
     HG_CUDA_CHECK_LAUNCH();
-    auto const items = static_cast<int>(n);
     // Stable: a cell's points keep their batch order, so the modes reduce them as the CPU does.
-    std::size_t temp = cub_temp_bytes;
-    HG_CUDA_TRY(cub::DeviceRadixSort::SortPairs(cub_temp.data(), temp, keys.data(), keys_sorted.data(), z.data(),
-                                             z_sorted.data(), items, 0, detail::key_bits(band_cells), compute));
-    // Counts past the last run stay 0, so the exclusive scan gives empty segments there: the CSR has
-    // n segments (no host round trip for the number of runs), the trailing ones empty.
-    run_counts.fill_bytes(0, compute);
-    temp = cub_temp_bytes;
-    HG_CUDA_TRY(cub::DeviceRunLengthEncode::Encode(cub_temp.data(), temp, keys_sorted.data(), unique.data(),
-                                                run_counts.data(), num_runs.data(), items, compute));
-    temp = cub_temp_bytes;
-    HG_CUDA_TRY(cub::DeviceScan::ExclusiveSum(cub_temp.data(), temp, run_counts.data(), offsets.data(), items + 1, compute));
-    device_csr_view const csr{offsets.data(), z_sorted.data(), n, n, device_csr_view::unknown};
+    device_csr_view const csr = runs.build(n, band_cells, compute);
     // The merge keeps min, max and count always; mean/stddev when asked. Asking for min and max
     // also makes every mode store through store_cell / store_bands<extremes>, where the merge is.
     metric_request r = options.request;
     r.min = r.max = r.count = true;
     detail::output_bands out{};
-    out.merge = detail::grid_merge{view(), unique.data()};
+    out.merge = detail::grid_merge{view(), runs.unique()};
     detail::reduce_view(options.mode, csr, r, out, 0.0f, compute);
   }
 };

@@ -1,16 +1,15 @@
 #pragma once
-// csr_method::radix_sort: stable radix sort of (cell, z) pairs, then the offsets by binary search
-// in the sorted keys. Stable, so within a cell the points keep their input order: the CSR is the
-// CPU's (bin_points_cpu), bit for bit.
+// The dense CSR of a grid (csr_method::radix_sort): the (cell, z) pairs sorted by cell
+// (sort_by_cell.cuh), then every cell's offset by binary search in the sorted keys. Within a cell
+// the points keep their input order: the CSR is the CPU's (bin_points_cpu), bit for bit.
 
-#include "detail/infra/key_bits.hpp"
+#include "detail/csr/sort_by_cell.cuh"
 #include "detail/infra/cuda_check.cuh"
 #include "detail/infra/device_buffer.cuh"
 #include "detail/infra/launch.cuh"
 #include "heightgrid/core/binning.hpp"
 #include "heightgrid/core/grid_spec.hpp"
 
-#include <cub/device/device_radix_sort.cuh>
 #include <cub/util_type.cuh>
 #include <cuda_runtime_api.h>
 
@@ -58,12 +57,11 @@ inline void build_csr_radix_sort(device_buffer<cell_id>& keys, device_buffer<dou
     // DoubleBuffer lets CUB ping-pong between the two copies instead of allocating a third.
     cub::DoubleBuffer<cell_id> k(keys.data(), keys_alt.data());
     cub::DoubleBuffer<double> v(z.data(), z_alt.data());
-    int const end_bit = key_bits(num_cells);
     std::size_t temp_bytes = 0;
-    HG_CUDA_TRY(cub::DeviceRadixSort::SortPairs(nullptr, temp_bytes, k, v, n, 0, end_bit, stream));
+    sort_pairs_by_cell(nullptr, temp_bytes, k, v, n, num_cells, stream);
     {
       device_buffer<std::byte> temp(temp_bytes, stream);
-      HG_CUDA_TRY(cub::DeviceRadixSort::SortPairs(temp.data(), temp_bytes, k, v, n, 0, end_bit, stream));
+      sort_pairs_by_cell(temp.data(), temp_bytes, k, v, n, num_cells, stream);
     }
     if (k.Current() != keys.data()) { std::swap(keys, keys_alt); }
     if (v.Current() != z.data()) { std::swap(z, z_alt); }
