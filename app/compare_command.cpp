@@ -127,8 +127,6 @@ CLI::App* add_compare_command(CLI::App& app, compare_options& o)
   cmd->add_flag("--no-gate", o.no_gate,
                 "Time GPU modes that reuse the CSR without holding the stream until each run is enqueued, "
                 "so that the host's launch latency between the run's operations is counted too");
-  cmd->add_option("--csr", o.csr, "How the GPU builds the CSR: radix_sort or counting")
-    ->default_val(std::string(csr_method_name(default_csr_method)));
   cmd->add_option("--json", o.json, "Also write everything measured to this JSON file");
   cmd->add_option("--plot", o.plot, "Also draw the time per mode and the points-per-cell histogram to this PNG (gnuplot)");
   cmd->add_flag("--overwrite", o.overwrite, "Replace existing --json / --plot files");
@@ -196,8 +194,7 @@ int run_compare(compare_options const& o)
             "--modes " + m.name + " sorts for percentiles, median, prange or shape metrics, which --metrics does not ask for");
   }
   HG_EXPECTS(o.repeat >= 1, error_kind::usage, "--repeat must be >= 1");
-  auto const csr = parse_csr_method(o.csr.empty() ? std::string(csr_method_name(default_csr_method)) : o.csr);
-  HG_EXPECTS(csr.has_value(), error_kind::usage, "--csr: '" + o.csr + "' is not counting or radix_sort");
+  csr_method const csr = default_csr_method;
   unsigned const threads = apply_threads(o.threads);
   auto const fixed_grid = app::fixed_grid(o.geometry);
   HG_EXPECTS(o.json.empty() || o.json != o.plot, error_kind::usage, "--json and --plot name the same file");
@@ -265,7 +262,7 @@ int run_compare(compare_options const& o)
   std::optional<device_csr> dev;
   if (use_gpu) {
     gpu_phase_times t;
-    dev.emplace(device_csr::from_points(grid, loaded.points, *csr, binned, t, nullptr));
+    dev.emplace(device_csr::from_points(grid, loaded.points, csr, binned, t, nullptr));
     phases.h2d_ms = t.h2d_ms;
     phases.cell_ids_ms = t.cell_ids_ms;
     phases.csr_ms = t.csr_ms;
@@ -315,9 +312,9 @@ int run_compare(compare_options const& o)
     } else if (m.gpu && !r.uses_csr) {
       // No CSR to reuse: the whole device pipeline runs each time (points uploaded again), and
       // its reduce phase is what is timed.
-      (void)grid_points_gpu(grid, loaded.points, reduce_request, nodata, *m.gpu, *csr, nullptr);
+      (void)grid_points_gpu(grid, loaded.points, reduce_request, nodata, *m.gpu, csr, nullptr);
       for (int k = 0; k < o.repeat; ++k) {
-        auto run = grid_points_gpu(grid, loaded.points, reduce_request, nodata, *m.gpu, *csr, nullptr);
+        auto run = grid_points_gpu(grid, loaded.points, reduce_request, nodata, *m.gpu, csr, nullptr);
         r.ms.push_back(run.times.reduce_ms);
         r.d2h_ms = run.times.d2h_ms;
         if (k + 1 == o.repeat) { bands = std::move(run.results); }
@@ -409,7 +406,7 @@ int run_compare(compare_options const& o)
                         omp_get_max_threads());
   }
   text += "\n" + imbalance_text(stats, grid) + "\n";
-  text += phases_text(phases, std::string(csr_method_name(*csr)));
+  text += phases_text(phases, std::string(csr_method_name(csr)));
   text += fmt::format("\nreduce ({}): {} timed runs per mode after a warm-up; at least {} moved per run\n", o.metrics,
                       o.repeat, human_bytes(bytes));
   text += table_text(results);
@@ -479,7 +476,7 @@ int run_compare(compare_options const& o)
     j["metrics"] = names;
     j["repeat"] = o.repeat;
     j["timing"] = o.no_gate ? "events, launch gaps included (--no-gate)" : "events, each run enqueued behind a gate";
-    j["csr"] = use_gpu ? std::string(csr_method_name(*csr)) : std::string("cpu (bin_points_cpu)");
+    j["csr"] = use_gpu ? std::string(csr_method_name(csr)) : std::string("cpu (bin_points_cpu)");
     j["cpu_threads"] = omp_get_max_threads();
     if (device) {
       j["device"] = {{"available", true},

@@ -19,7 +19,6 @@ struct compare_options {
   std::string modes;  ///< comma list; empty: every GPU mode (all_modes()) and cpu
   int repeat{10};
   bool no_gate{false};  ///< time GPU runs without holding the stream (host launch gaps counted)
-  std::string csr;
   std::string json;
   std::string plot;
   bool overwrite{false};

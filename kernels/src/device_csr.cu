@@ -1,8 +1,7 @@
-// device_csr: the CSR in device memory, built from points (cell ids + counting or radix sort) or
-// uploaded from the host.
+// device_csr: the CSR in device memory, built from points (cell ids + the radix sort of
+// csr_radix_sort.cuh) or uploaded from the host.
 
 #include "detail/csr/cell_ids.cuh"
-#include "detail/csr/csr_counting.cuh"
 #include "detail/csr/csr_radix_sort.cuh"
 #include "detail/csr/csr_stats.cuh"
 #include "detail/infra/cuda_check.cuh"
@@ -38,7 +37,7 @@ device_csr device_csr::from_points(grid_spec const& grid, point_chunk const& poi
   HG_EXPECTS(points.x.size() == points.y.size() && points.x.size() == points.z.size(), error_kind::internal,
           "device_csr::from_points: x, y and z differ in length");
   auto const cells = grid.num_cells();
-  HG_EXPECTS(method == csr_method::counting || method == csr_method::radix_sort, error_kind::internal,
+  HG_EXPECTS(method == csr_method::radix_sort, error_kind::internal,
           "device_csr::from_points: unknown csr_method " + std::to_string(static_cast<int>(method)));
   HG_EXPECTS(cells <= max_cells, error_kind::resource,
           "device_csr::from_points: a grid of " + std::to_string(cells) + " cells exceeds the limit of " +
@@ -75,15 +74,7 @@ device_csr device_csr::from_points(grid_spec const& grid, point_chunk const& poi
     state->offsets = detail::device_buffer<point_offset>(1, stream);
     state->offsets.fill_bytes(0, stream);
   } else {
-    switch (method) {
-      case csr_method::counting: {
-        detail::device_buffer<double> z_sorted;
-        detail::build_csr_counting(keys, state->z, cells, state->offsets, z_sorted, stream);
-        state->z = std::move(z_sorted);
-        break;
-      }
-      case csr_method::radix_sort: detail::build_csr_radix_sort(keys, state->z, cells, state->offsets, stream); break;
-    }
+    detail::build_csr_radix_sort(keys, state->z, cells, state->offsets, stream);
   }
   keys.reset();
   built.record(stream);

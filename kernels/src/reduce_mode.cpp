@@ -9,8 +9,7 @@
 namespace heightgrid {
 namespace {
 
-constexpr std::array<name_row<csr_method>, 2> csr_methods{{
-  {csr_method::counting, "counting"},
+constexpr std::array<name_row<csr_method>, 1> csr_methods{{
   {csr_method::radix_sort, "radix_sort"},
 }};
 

@@ -110,7 +110,7 @@ class stream_gate {
 struct gpu_phase_times {
   double h2d_ms{0.0};       ///< x, y, z host -> device (pinned staging)
   double cell_ids_ms{0.0};  ///< grid_spec::cell_of for every point
-  double csr_ms{0.0};       ///< cell ids -> CSR (counting or radix sort)
+  double csr_ms{0.0};       ///< cell ids -> CSR (radix sort)
   double reduce_ms{0.0};    ///< the reduce mode, output bands included
   double d2h_ms{0.0};       ///< requested bands device -> host
   double total_ms{0.0};     ///< the whole call, staging allocations and host waits included

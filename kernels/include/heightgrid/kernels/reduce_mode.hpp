@@ -61,16 +61,17 @@ inline constexpr std::array<reduce_mode_row, 5> reduce_modes{{
 /// mean/stddev (their sums in the CPU's order). Not a reduce_mode: all_modes() does not list it.
 inline constexpr std::string_view auto_mode_name = "auto";
 
-/// How the device turns per-point cell ids into a CSR.
+/// How the device turns per-point cell ids into a CSR: one way, the stable radix sort of (cell, z)
+/// pairs and offsets by binary search (CPU order kept), the sort the streaming grid's run CSR shares.
+/// A histogram + scan + atomic-cursor scatter built it 5x slower at 10^8 and 10^9 points
+/// (docs/benchmarks-history.md, "The whole-cloud `grid` pipeline before streaming") and is gone.
 enum class csr_method {
-  counting,    ///< histogram (atomics) + exclusive scan + atomic-cursor scatter; order in a cell varies
-  radix_sort,  ///< stable radix sort of (cell, z) pairs + offsets by binary search; CPU order kept
+  radix_sort,
 };
 
-/// The method used when none is asked for (to be revisited once both are measured on the H100).
 inline constexpr csr_method default_csr_method = csr_method::radix_sort;
 
-/// CLI name of a method ("counting", "radix_sort").
+/// Name of a method in reports ("radix_sort").
 [[nodiscard]] std::string_view csr_method_name(csr_method method) noexcept;
 [[nodiscard]] std::optional<csr_method> parse_csr_method(std::string_view name) noexcept;
 [[nodiscard]] std::vector<csr_method> all_csr_methods();
