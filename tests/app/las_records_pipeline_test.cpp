@@ -156,13 +156,20 @@ TEST(LasRecords, TheCpuDecodesRecordsWhileTheGpuStartsAndTheGridsMerge)
   filter_options filter = filter_options::keep_all();
   filter.drop_classes = {7, 18};
   filter.drop_withheld = true;
+  // CUDA started in this process first, so that the held stage below is up within milliseconds of
+  // its release; and one reader, so that the CPU cannot bin all 2,000 parts in that time (with
+  // four on a fast host it did: the GPU then took nothing).
+  {
+    gpu_stage warm(1000, 2, -1, nullptr);
+    ASSERT_TRUE(warm.wait_started().has_value()) << warm.failure();
+  }
   std::uint64_t cpu_batches = 0, gpu_batches = 0;
   for (bool count : {true, false}) {
     SCOPED_TRACE(count ? "with counts" : "extremes alone");
     metric_request r;
     r.range = r.min = r.max = true;
     r.count = count;
-    auto o = job_options(r, 0.5, device_choice::cpu, 4);
+    auto o = job_options(r, 0.5, device_choice::cpu, 1);
     o.filter = filter;
     memory_output cpu;
     auto const cpu_report = run_grid_job(open_all(paths, 1000), o, cpu);
