@@ -27,7 +27,7 @@ inline constexpr std::uint32_t overrun_check_interval = 1024;
 
 /// The layers' coder: counts loaded and stored, small models bisected. Four lanes of a warp issue
 /// in turn here, so instructions, not latency, bound it: the pointwise kernel's reduction and wide
-/// search cost 8 % each (docs/benchmarks.md, "LAZ on the device").
+/// search cost about 15 % each, 22 % together (docs/benchmarks.md, "LAZ on the device").
 using point14_decoder = basic_range_decoder<false, false>;
 
 // ------------------------------------------------------------------------------------------
