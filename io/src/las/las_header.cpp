@@ -6,9 +6,7 @@
 #include "heightgrid/io/las_reader.hpp"
 
 #include "heightgrid/core/error.hpp"
-#include "heightgrid/io/gdal_env.hpp"
-#include "heightgrid/io/remote.hpp"
-#include "gdal/gdal_internal.hpp"
+#include "las/las_byte_readers.hpp"
 #include "las/las_internal.hpp"
 #include "las/las_layout.hpp"
 #include "laz/laz_arith.hpp"
@@ -16,24 +14,21 @@
 #include "laz/laz_vlr.hpp"
 
 #include <algorithm>
-#include <atomic>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <iomanip>
-#include <limits>
-#include <mutex>
 #include <sstream>
-#include <system_error>
 #include <utility>
 #include <vector>
-
 
 namespace heightgrid::io {
 namespace {
 
 namespace layout = las_layout;
+using detail::file_bytes;
+using detail::las_file;
+using detail::memory_bytes;
 
 /// CRS records larger than this are not plausible (a WKT string is a few kB); refusing them
 /// keeps a corrupt EVLR length from turning into a multi-gigabyte allocation.
@@ -83,35 +78,6 @@ void copy_array(std::vector<std::uint8_t> const& data, std::vector<T>& out)
   out.resize(data.size() / sizeof(T));
   if (!out.empty()) { std::memcpy(out.data(), data.data(), out.size() * sizeof(T)); }
 }
-
-class memory_bytes final : public las_byte_reader {
- public:
-  memory_bytes(std::uint8_t const* data, std::size_t size) : data_(data), size_(size) {}
-  [[nodiscard]] std::uint64_t size() const override { return size_; }
-  void read(std::uint64_t offset, std::size_t count, std::uint8_t* out) const override
-  {
-    if (count > 0) { std::memcpy(out, data_ + offset, count); }
-  }
-
- private:
-  std::uint8_t const* data_;
-  std::size_t size_;
-};
-
-using detail::las_file;
-
-class file_bytes final : public las_byte_reader {
- public:
-  explicit file_bytes(las_file const& file) : file_(file) {}
-  [[nodiscard]] std::uint64_t size() const override { return file_.size(); }
-  void read(std::uint64_t offset, std::size_t count, std::uint8_t* out) const override
-  {
-    file_.read_exact(offset, count, out);
-  }
-
- private:
-  las_file const& file_;
-};
 
 class header_parser {
  public:
