@@ -34,6 +34,7 @@ namespace heightgrid::io {
 namespace {
 
 namespace fs = std::filesystem;
+using detail::cog_source_options;
 using detail::merged_creation_options;
 using detail::output_format;
 using detail::parse_format;
@@ -146,29 +147,6 @@ GDALDriver& driver_named(char const* name, std::string const& path)
   auto* driver = GetGDALDriverManager()->GetDriverByName(name);
   HG_EXPECTS(driver != nullptr, error_kind::output, path + ": this GDAL has no " + std::string(name) + " driver");
   return *driver;
-}
-
-/// Creation options of the GTiff that a COG is converted from: tiles of the COG's size, so that
-/// the COG driver reads whole tiles, and a fast lossless codec, as the file is read once and
-/// deleted (the grid can be larger than memory, so it is not an uncompressed scratch file).
-CPLStringList cog_source_options(CPLStringList const& cog, GDALDriver& gtiff)
-{
-  CPLStringList list;
-  std::string const block = cog.FetchNameValueDef("BLOCKSIZE", "512");
-  list.SetNameValue("TILED", "YES");
-  list.SetNameValue("BLOCKXSIZE", block.c_str());
-  list.SetNameValue("BLOCKYSIZE", block.c_str());
-  list.SetNameValue("BIGTIFF", "IF_SAFER");
-  list.SetNameValue("NUM_THREADS", cog.FetchNameValueDef("NUM_THREADS", "ALL_CPUS"));
-  char const* codecs = gtiff.GetMetadataItem(GDAL_DMD_CREATIONOPTIONLIST);
-  if (codecs != nullptr && std::string_view(codecs).find("ZSTD") != std::string_view::npos) {
-    list.SetNameValue("COMPRESS", "ZSTD");
-    list.SetNameValue("ZSTD_LEVEL", "1");
-  } else {
-    list.SetNameValue("COMPRESS", "DEFLATE");
-    list.SetNameValue("ZLEVEL", "1");
-  }
-  return list;
 }
 
 }  // namespace

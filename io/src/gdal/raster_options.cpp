@@ -21,6 +21,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <string_view>
 #include <utility>
 
 namespace heightgrid::io {
@@ -96,6 +97,27 @@ CPLStringList merged_creation_options(output_format format, std::vector<std::str
   if (equals_ignoring_case(list.FetchNameValueDef("COMPRESS", "NONE"), "DEFLATE")) {
     char const* const level = format == output_format::cog ? "LEVEL" : "ZLEVEL";
     if (list.FetchNameValue(level) == nullptr) { list.SetNameValue(level, "1"); }
+  }
+  return list;
+}
+
+// Compressed although read once: the grid can be larger than memory.
+CPLStringList cog_source_options(CPLStringList const& cog, GDALDriver& gtiff)
+{
+  CPLStringList list;
+  std::string const block = cog.FetchNameValueDef("BLOCKSIZE", "512");
+  list.SetNameValue("TILED", "YES");
+  list.SetNameValue("BLOCKXSIZE", block.c_str());
+  list.SetNameValue("BLOCKYSIZE", block.c_str());
+  list.SetNameValue("BIGTIFF", "IF_SAFER");
+  list.SetNameValue("NUM_THREADS", cog.FetchNameValueDef("NUM_THREADS", "ALL_CPUS"));
+  char const* codecs = gtiff.GetMetadataItem(GDAL_DMD_CREATIONOPTIONLIST);
+  if (codecs != nullptr && std::string_view(codecs).find("ZSTD") != std::string_view::npos) {
+    list.SetNameValue("COMPRESS", "ZSTD");
+    list.SetNameValue("ZSTD_LEVEL", "1");
+  } else {
+    list.SetNameValue("COMPRESS", "DEFLATE");
+    list.SetNameValue("ZLEVEL", "1");
   }
   return list;
 }

@@ -7,6 +7,7 @@
 #include "heightgrid/io/geotiff_writer.hpp"
 
 #include <cpl_string.h>
+#include <gdal_priv.h>
 
 #include <string>
 #include <string_view>
@@ -35,5 +36,10 @@ void check_creation_options(std::vector<std::string> const& options);
 /// when creating (BLOCKXSIZE=7) is a usage error naming the option, not an output failure naming
 /// the hidden temporary.
 void probe_creation_options(output_format format, std::vector<std::string> const& user);
+
+/// Creation options of the GTiff that a COG is converted from: tiles of the COG's BLOCKSIZE, so
+/// that the COG driver reads whole tiles, and a fast lossless codec (ZSTD level 1 where `gtiff`
+/// has it, else DEFLATE level 1), as the file is read once and deleted.
+[[nodiscard]] CPLStringList cog_source_options(CPLStringList const& cog, GDALDriver& gtiff);
 
 }  // namespace heightgrid::io::detail
