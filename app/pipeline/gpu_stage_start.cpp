@@ -40,14 +40,19 @@ bool gpu_stage::shared::start_within_memory(shared& s, std::string* reason, bool
     wait_s = s.memory_wait_s;
   }
   if (wait_s <= 0.0) { return false; }
+  // The first failure is in hand: the first attempt reports it, so the next start waits a poll.
+  bool tried = false;
   try {
     return within_device_memory("CUDA's start", wait_s, s.memory_hooks(), [&] {
-      if (start_gpu(reason, s.device, short_of_memory)) { return true; }
+      if (tried && start_gpu(reason, s.device, short_of_memory)) { return true; }
+      tried = true;
       if (*short_of_memory) { throw device_memory_error(*reason); }
-      return false;
+      throw error(error_kind::device, *reason);  // not for memory: no wait, `reason` says why
     });
   } catch (device_memory_error const& e) {
     *reason = e.what();
+    return false;
+  } catch (error const&) {
     return false;
   }
 }

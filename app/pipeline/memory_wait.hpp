@@ -25,7 +25,8 @@ struct memory_wait_hooks {
 
 /// `attempt()`'s result, once it did not throw device_memory_error (an attempt returns a value);
 /// `what` names it in the notes. Gives up after `wait_s` seconds (0: at once, rethrowing the
-/// failure as it was) or when the job ends, rethrowing the last failure with the time waited.
+/// failure as it was) or when the job ends, rethrowing the last failure with the time waited. Any
+/// other exception passes through at once (no longer waiting, nothing said to have come free).
 template <class Attempt>
 auto within_device_memory(char const* what, double wait_s, memory_wait_hooks const& hooks, Attempt&& attempt)
 {
@@ -60,6 +61,9 @@ auto within_device_memory(char const* what, double wait_s, memory_wait_hooks con
                                                : "the job ended while it waited for device memory") +
                                   ")");
       }
+    } catch (...) {
+      if (waiting) { set_waiting(false); }
+      throw;
     }
   }
 }

@@ -118,5 +118,21 @@ TEST(MemoryWait, OtherErrorsPassThroughAtOnce)
   EXPECT_EQ(r.pauses, 0);
 }
 
+TEST(MemoryWait, AnotherErrorAfterAWaitEndsTheWaitWithoutSayingMemoryCameFree)
+{
+  recorder r;
+  int attempts = 0;
+  EXPECT_THROW((void)within_device_memory("CUDA's start", 600.0, r.hooks(),
+                                          [&]() -> int {
+                                            if (++attempts == 1) { throw device_memory_error("no context"); }
+                                            throw error(error_kind::device, "no CUDA-capable device");
+                                          }),
+               error);
+  EXPECT_EQ(attempts, 2);
+  EXPECT_EQ(r.waiting, (std::vector<bool>{true, false})) << "the stage must not stay marked as waiting";
+  ASSERT_EQ(r.notes.size(), 1u);
+  EXPECT_EQ(r.notes[0].find("came free"), std::string::npos) << r.notes[0];
+}
+
 }  // namespace
 }  // namespace heightgrid::app
