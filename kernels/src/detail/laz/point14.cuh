@@ -9,8 +9,8 @@
 // use after a channel starts (a stamp per model), as the CPU decoder does for its context models.
 // Included by laz_decode.cu alone.
 
-#include "detail/laz/bytes.hpp"
-#include "detail/laz/coder.hpp"
+#include "heightgrid/core/laz/bytes.hpp"
+#include "heightgrid/core/laz/coder.hpp"
 #include "heightgrid/core/laz_tables.hpp"
 #include "heightgrid/kernels/laz_gpu.hpp"
 

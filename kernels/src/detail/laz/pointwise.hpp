@@ -14,9 +14,9 @@
 // A chunk: its first point raw (the whole record), then the arithmetic-coded rest; its point count
 // comes from the chunk table.
 
-#include "detail/laz/bytes.hpp"
-#include "detail/laz/coder.hpp"
-#include "detail/laz/hd.hpp"
+#include "heightgrid/core/laz/bytes.hpp"
+#include "heightgrid/core/laz/coder.hpp"
+#include "heightgrid/core/laz/hd.hpp"
 #include "heightgrid/core/laz_tables.hpp"
 #include "heightgrid/kernels/laz_gpu.hpp"
 

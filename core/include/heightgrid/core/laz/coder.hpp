@@ -1,19 +1,22 @@
 #pragma once
-// The LASzip entropy coder as host + device building blocks: adaptive bit and symbol models whose
-// tables live in an arena of 16-bit words, the range decoder (its state in registers) and the
-// integer decompressor. Step for step the CPU decoder's (io/src/laz/laz_arith.*): same 16-bit
-// model tables, same search, same update schedule, same corrector folding, so what decodes here is
-// byte-identical to what decodes there.
+// The LASzip entropy coder, the one the CPU readers (io/src/laz, through laz_arith.hpp's owning
+// wrappers) and the GPU decoders (kernels/src/detail/laz) run: adaptive bit and symbol models whose
+// tables are 16-bit words in storage the caller owns, the range decoder (its state in registers),
+// the integer decompressor and the running median of the X/Y predictors. Host code under g++/clang++,
+// host + device code under nvcc (hd.hpp).
 //
-// Models are reset lazily: each carries the stamp of the chunk that last reset it, and use(m,
-// stamp) resets it on its first use in a chunk, as the CPU decoder's lazily created models are
-// (a chunk touches a few dozen of its hundreds of models).
+// Written from the published descriptions of the LASzip format (Isenburg, "LASzip: lossless
+// compression of LiDAR data", 2013, and the format notes of the LASzip/laz-rs projects).
+//
+// Models can be reset lazily: each carries the stamp of the chunk that last reset it, and use(m,
+// stamp) resets it on its first use in a chunk (a chunk touches a few dozen of its hundreds of
+// models); reset() resets at once.
 //
 // The decoder never reads outside [data, data + size): bytes past the end read as zero and are
 // counted in `overrun`, which the chunk decoders turn into a status. Table indices derived from
 // decoded data are clamped, so corrupt input gives garbage values, never an out-of-bounds access.
 
-#include "detail/laz/hd.hpp"
+#include "heightgrid/core/laz/hd.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -43,10 +46,12 @@ struct alignas(32) symbol_model {
   std::uint16_t* storage;
   std::uint32_t stamp;
   std::uint16_t symbols;
-  std::uint16_t table_size;  ///< 0: no lookup table (16 symbols or fewer)
-  std::uint32_t table_shift;
+  std::uint16_t table_size;     ///< 0: no lookup table (16 symbols or fewer)
+  std::uint16_t table_shift;
+  std::uint16_t counts_offset;  ///< where the counts start in storage (see counts_of)
   std::uint32_t total_count, update_cycle, until_update;
 };
+static_assert(sizeof(symbol_model) == 32, "a symbol model's fields fill one 32-byte sector");
 
 /// Lookup-table slots of a model: 2^bits >= symbols (at least 32), none up to 16 symbols.
 HG_LAZ_HD constexpr std::uint32_t table_size_of(std::uint32_t symbols)
@@ -84,17 +89,19 @@ HG_LAZ_HD inline void place(symbol_model* m, std::uint32_t symbols, std::uint16_
     m->stamp = 0;
     m->symbols = static_cast<std::uint16_t>(symbols);
     m->table_size = static_cast<std::uint16_t>(t);
-    m->table_shift = t != 0 ? symbol_length_shift - table_bits_of(t) : 0;
+    m->table_shift = static_cast<std::uint16_t>(t != 0 ? symbol_length_shift - table_bits_of(t) : 0);
+    // Up to 16 symbols the counts have the second sector; else they follow distribution and table.
+    m->counts_offset = static_cast<std::uint16_t>(t != 0 ? symbols + t + 2u : 16u);
   }
   used += storage_u16(symbols);
 }
 
 HG_LAZ_HD_INLINE std::uint16_t* counts_of(symbol_model const& m)
 {
-  return m.storage + (m.table_size != 0 ? m.symbols + m.table_size + 2u : 16u);
+  return m.storage + m.counts_offset;
 }
 
-/// Rebuilds the distribution (and lookup table) from the counts: laz_arith.cpp's symbol_model::update.
+/// Rebuilds the distribution (and lookup table) from the counts.
 HG_LAZ_HD inline void update(symbol_model& m)
 {
   std::uint32_t const n = m.symbols;
@@ -151,19 +158,40 @@ HG_LAZ_HD inline void update(bit_model& m)
   m.until_update = m.update_cycle;
 }
 
-/// The model as a fresh one (counts of one), unless it was reset already under this stamp.
+/// A fresh model's counters (what reset() leaves beside the distribution of counts of one).
+HG_LAZ_HD_INLINE void set_fresh_counters(symbol_model& m)
+{
+  m.total_count = m.symbols;
+  m.update_cycle = (m.symbols + 6u) >> 1;
+  m.until_update = m.update_cycle;
+}
+
+/// The model as a fresh one: counts of one, and the distribution (and table) they give.
+HG_LAZ_HD inline void reset(symbol_model& m)
+{
+  std::uint32_t const n = m.symbols;
+  std::uint16_t* const c = counts_of(m);
+  for (std::uint32_t s = 0; s < n; ++s) { c[s] = 1; }
+  m.total_count = 0;
+  m.update_cycle = n;
+  update(m);
+  set_fresh_counters(m);
+}
+
+HG_LAZ_HD_INLINE void reset(bit_model& m)
+{
+  m.zero_count = 1;
+  m.total_count = 2;
+  m.zero_probability = 1u << (bit_length_shift - 1);
+  m.update_cycle = 4;
+  m.until_update = 4;
+}
+
+/// The model as a fresh one, unless it was reset already under this stamp.
 HG_LAZ_HD_INLINE symbol_model& use(symbol_model& m, std::uint32_t stamp)
 {
   if (m.stamp != stamp) {
-    std::uint32_t const n = m.symbols;
-    std::uint16_t* const c = counts_of(m);
-    for (std::uint32_t s = 0; s < n; ++s) { c[s] = 1; }
-    m.total_count = 0;
-    m.update_cycle = n;
-    update(m);
-    m.total_count = n;
-    m.update_cycle = (n + 6) >> 1;
-    m.until_update = m.update_cycle;
+    reset(m);
     m.stamp = stamp;
   }
   return m;
@@ -172,11 +200,7 @@ HG_LAZ_HD_INLINE symbol_model& use(symbol_model& m, std::uint32_t stamp)
 HG_LAZ_HD_INLINE bit_model& use(bit_model& m, std::uint32_t stamp)
 {
   if (m.stamp != stamp) {
-    m.zero_count = 1;
-    m.total_count = 2;
-    m.zero_probability = 1u << (bit_length_shift - 1);
-    m.update_cycle = 4;
-    m.until_update = 4;
+    reset(m);
     m.stamp = stamp;
   }
   return m;
@@ -303,6 +327,14 @@ struct basic_range_decoder {
       std::uint16_t const* const table = m.storage + m.symbols;
       symbol = table[slot];
       std::uint32_t n = std::uint32_t{table[slot + 1]} + 1 - symbol;
+#if !defined(__CUDA_ARCH__)
+      // On the CPU: most slots hold one or two interval starts, so one comparison and no loop
+      // for the branch predictor to miss.
+      if (n <= 2) {
+        symbol += (n == 2 && dist[symbol + 1] <= target) ? 1 : 0;
+        n = 1;
+      }
+#endif
       while (n > 1) {
         std::uint32_t const half = n >> 1;
         symbol = dist[symbol + half] <= target ? symbol + half : symbol;
@@ -376,16 +408,59 @@ using range_decoder = basic_range_decoder<>;
 // The integer decompressor
 // ------------------------------------------------------------------------------------------
 
-/// laz_arith.hpp's integer_decompressor with `Bits` corrector bits (below 32: correctors folded
+/// bits_high of every integer compressor LASzip's items use: a corrector of k <= 8 bits is one
+/// symbol of the k-th model; above, its top 8 bits are, and the rest are raw bits.
+inline constexpr std::uint32_t integer_bits_high = 8;
+
+/// An integer coded as a corrector of `pred`: k (the corrector's bits) through `k_model` (k = 0:
+/// the corrector 0 or 1 through `zero`; k >= 32, only with 32-bit values: the most negative one),
+/// then the corrector through corrector[k]. `range` != 0 folds the sum into [0, range) as the
+/// encoder wrapped it; 0 wraps in 32-bit arithmetic. `k` receives k (a context of later fields).
+/// `Lazy`: models are used under `stamp` (see use()); otherwise the caller reset them.
+template <bool Lazy, class Decoder>
+HG_LAZ_HD_INLINE std::int32_t decompress_integer(Decoder& dec, std::int32_t pred, symbol_model& k_model, bit_model& zero,
+                                                 symbol_model* corrector, std::uint32_t range, std::uint32_t stamp,
+                                                 std::uint32_t& k)
+{
+  if constexpr (Lazy) { use(k_model, stamp); }
+  k = dec.decode_symbol(k_model);
+  std::int32_t c;
+  if (k == 0) {
+    if constexpr (Lazy) { use(zero, stamp); }
+    c = static_cast<std::int32_t>(dec.decode_bit(zero));
+  } else if (k >= 32) {
+    c = static_cast<std::int32_t>(0x80000000u);
+  } else {
+    if constexpr (Lazy) { use(corrector[k], stamp); }
+    std::uint32_t v = dec.decode_symbol(corrector[k]);
+    if (k > integer_bits_high) { v = (v << (k - integer_bits_high)) | dec.read_bits(k - integer_bits_high); }
+    c = v >= (1u << (k - 1)) ? static_cast<std::int32_t>(v + 1) : static_cast<std::int32_t>(v - ((1u << k) - 1));
+  }
+  std::uint32_t const real = static_cast<std::uint32_t>(pred) + static_cast<std::uint32_t>(c);
+  auto result = static_cast<std::int32_t>(real);
+  if (range != 0) {
+    if (result < 0) {
+      result = static_cast<std::int32_t>(real + range);
+    } else if (real >= range) {
+      result = static_cast<std::int32_t>(real - range);
+    }
+  }
+  return result;
+}
+
+/// Corrector models of `bits`-bit values, index k = 1.. (index 0 unused: k = 0 goes through the
+/// bit model). k >= 32, only with 32 bits, codes the most negative corrector and needs no model.
+HG_LAZ_HD constexpr std::uint32_t correctors_of(std::uint32_t bits) { return bits < 32 ? bits + 1 : 32; }
+
+/// An integer decompressor with `Bits` corrector bits (below 32: correctors folded
 /// into the 2^Bits range; 32: wrapped in 32-bit arithmetic), `Contexts` k models and bits_high 8
 /// (what every pointwise and point14 item uses): the corrector's k bits through one model for k
 /// <= 8, its top 8 bits through that model and the rest raw above.
 template <std::uint32_t Contexts, std::uint32_t Bits>
 struct integer_decompressor {
   static_assert(Contexts >= 1 && Bits >= 1 && Bits <= 32, "1.. contexts, 1..32 bits");
-  static constexpr std::uint32_t bits_high = 8;
-  /// k >= 32 (only with 32 bits) codes the most negative corrector and needs no model.
-  static constexpr std::uint32_t correctors = Bits < 32 ? Bits + 1 : 32;
+  static constexpr std::uint32_t bits_high = integer_bits_high;
+  static constexpr std::uint32_t correctors = correctors_of(Bits);
   static constexpr std::uint32_t range = Bits < 32 ? (1u << (Bits < 32 ? Bits : 0)) : 0;
 
   symbol_model k_models[Contexts];       ///< Bits + 1 symbols each
@@ -412,27 +487,7 @@ struct integer_decompressor {
                                            std::uint32_t stamp, std::uint32_t& k)
   {
     if (context >= Contexts) { context = Contexts - 1; }
-    k = dec.decode_symbol(use(k_models[context], stamp));
-    std::int32_t c;
-    if (k == 0) {
-      c = static_cast<std::int32_t>(dec.decode_bit(use(zero, stamp)));
-    } else if (k >= 32) {
-      c = static_cast<std::int32_t>(0x80000000u);
-    } else {
-      std::uint32_t v = dec.decode_symbol(use(corrector[k], stamp));
-      if (k > bits_high) { v = (v << (k - bits_high)) | dec.read_bits(k - bits_high); }
-      c = v >= (1u << (k - 1)) ? static_cast<std::int32_t>(v + 1) : static_cast<std::int32_t>(v - ((1u << k) - 1));
-    }
-    std::uint32_t const real = static_cast<std::uint32_t>(pred) + static_cast<std::uint32_t>(c);
-    auto result = static_cast<std::int32_t>(real);
-    if constexpr (range != 0) {
-      if (result < 0) {
-        result = static_cast<std::int32_t>(real + range);
-      } else if (real >= range) {
-        result = static_cast<std::int32_t>(real - range);
-      }
-    }
-    return result;
+    return decompress_integer<true>(dec, pred, k_models[context], zero, corrector, range, stamp, k);
   }
   template <class Decoder>
   HG_LAZ_HD_INLINE std::int32_t decompress(Decoder& dec, std::int32_t pred, std::uint32_t context,
@@ -446,7 +501,11 @@ struct integer_decompressor {
 HG_LAZ_HD_INLINE std::int32_t lo(std::int32_t a, std::int32_t b) { return a < b ? a : b; }
 HG_LAZ_HD_INLINE std::int32_t hi(std::int32_t a, std::int32_t b) { return a < b ? b : a; }
 
-/// LASzip's running median of five (laz_arith.hpp's median_of_five, the same update).
+/// LASzip's running median of five, the X and Y step predictor of the point10 v2 and point14 coders,
+/// updated in O(1) as LASzip's coders do it: the five values kept sorted, a new value replaces one end
+/// of the window, which alternates between the low and the high end depending on where the last value
+/// went (ties included, as the encoder does). No data-dependent branch: x joins four of the five
+/// sorted values, a min/max per slot.
 struct median5 {
   std::int32_t v[5];
   bool replace_high;

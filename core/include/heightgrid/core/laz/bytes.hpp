@@ -1,7 +1,7 @@
 #pragma once
 // Little-endian loads and stores of a LAZ chunk's raw fields (host and device).
 
-#include "detail/laz/hd.hpp"
+#include "heightgrid/core/laz/hd.hpp"
 
 #include <cstdint>
 
