@@ -9,7 +9,7 @@
 namespace heightgrid::detail::laz {
 namespace {
 
-/// core/laz_tables.hpp's table, in constant memory.
+/// core/laz/tables.hpp's table, in constant memory.
 __constant__ laz_point10_context_table const point10_contexts = laz_point10_context;
 
 static __global__ void lay_out_pointwise_kernel(unsigned char* slots, std::size_t count, std::size_t slot_bytes,

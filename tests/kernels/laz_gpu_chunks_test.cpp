@@ -11,7 +11,7 @@
 
 #include "detail/laz/pointwise.hpp"
 #include "heightgrid/core/error.hpp"
-#include "heightgrid/core/laz_tables.hpp"
+#include "heightgrid/core/laz/tables.hpp"
 #include "heightgrid/kernels/laz_gpu.hpp"
 
 #include "kernels_test_support.hpp"

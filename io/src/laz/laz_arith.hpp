@@ -140,6 +140,47 @@ class integer_decompressor {
   std::uint32_t k_ = 0;
 };
 
+/// The models of one item (a codec item's models struct: point10_v2_models, ...) in an arena of
+/// their own, reset lazily per chunk: next_chunk() gives the chunk's stamp (coder.hpp's use()).
+template <class Models>
+class item_models {
+ public:
+  item_models()
+  {
+    std::size_t words = 0;
+    Models::lay_out(nullptr, nullptr, words);
+    arena_.assign(words, 0);
+    lay_out();
+  }
+  item_models(item_models const&) = delete;
+  item_models& operator=(item_models const&) = delete;
+  // The models point into arena_, whose buffer a move keeps.
+  item_models(item_models&&) noexcept = default;
+  item_models& operator=(item_models&&) noexcept = default;
+  ~item_models() = default;
+
+  /// The stamp of a new chunk: every model is fresh at its first use under it.
+  std::uint32_t next_chunk()
+  {
+    if (++stamp_ == 0) {  // 0 marks a model never used: after 2^32 - 1 chunks, all unused again
+      lay_out();
+      stamp_ = 1;
+    }
+    return stamp_;
+  }
+  Models& get() { return models_; }
+
+ private:
+  void lay_out()
+  {
+    std::size_t used = 0;
+    Models::lay_out(&models_, arena_.data(), used);
+  }
+  std::vector<std::uint16_t> arena_;
+  Models models_{};
+  std::uint32_t stamp_ = 0;
+};
+
 /// The running median of five of the X/Y predictors, reset when made.
 struct median_of_five : codec::median5 {
   median_of_five() { reset(); }

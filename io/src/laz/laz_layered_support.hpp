@@ -6,7 +6,7 @@
 
 #include "laz_layered.hpp"
 
-#include "heightgrid/core/laz_tables.hpp"
+#include "heightgrid/core/laz/tables.hpp"
 
 #include <algorithm>
 #include <array>

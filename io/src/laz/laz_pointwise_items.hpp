@@ -37,61 +37,27 @@ class rgb12_v1 {
   integer_decompressor ic_{8, 6};
 };
 
-/// Version 2: red is coded against the last red; green and blue against the last value plus
-/// red's (and green's) change, which captures brightness changes. Bit 6 of the mask says the
-/// colour is not a grey level (green and blue equal red otherwise).
+/// Version 2 (core/laz/pointwise_items.hpp's, the GPU decoder's code): red is coded against the
+/// last red; green and blue against the last value plus red's (and green's) change, which captures
+/// brightness changes. Bit 6 of the mask says the colour is not a grey level (green and blue equal
+/// red otherwise).
 class rgb12_v2 {
  public:
   void init(std::uint8_t const* raw)
   {
-    for (unsigned c = 0; c < 3; ++c) last_[c] = load_le<std::uint16_t>(raw + 2 * c);
-    used_.reset();
-    for (auto& m : diff_) m.reset();
+    stamp_ = models_.next_chunk();
+    state_.init(raw);
   }
   void decode(arithmetic_decoder& dec, std::uint8_t* out)
   {
-    std::uint32_t const mask = dec.decode_symbol(used_);
-    std::array<std::uint16_t, 3> now{};
-    auto lo = [](std::uint16_t v) { return static_cast<std::int32_t>(v & 0xFFu); };
-    auto hi = [](std::uint16_t v) { return static_cast<std::int32_t>(v >> 8); };
-    auto folded = [&](unsigned model, std::int32_t base) {
-      return static_cast<std::uint16_t>((dec.decode_symbol(diff_[model]) + static_cast<std::uint32_t>(base)) & 0xFFu);
-    };
-
-    now[0] = (mask & 1u) ? folded(0, lo(last_[0])) : static_cast<std::uint16_t>(lo(last_[0]));
-    now[0] |= (mask & 2u) ? static_cast<std::uint16_t>(folded(1, hi(last_[0])) << 8)
-                          : static_cast<std::uint16_t>(last_[0] & 0xFF00u);
-    if (mask & 64u) {
-      std::int32_t d = lo(now[0]) - lo(last_[0]);
-      now[1] = (mask & 4u) ? folded(2, clamp_u8(d + lo(last_[1]))) : static_cast<std::uint16_t>(lo(last_[1]));
-      if (mask & 16u) {
-        d = (d + (lo(now[1]) - lo(last_[1]))) / 2;
-        now[2] = folded(4, clamp_u8(d + lo(last_[2])));
-      } else {
-        now[2] = static_cast<std::uint16_t>(lo(last_[2]));
-      }
-      d = hi(now[0]) - hi(last_[0]);
-      now[1] |= (mask & 8u) ? static_cast<std::uint16_t>(folded(3, clamp_u8(d + hi(last_[1]))) << 8)
-                            : static_cast<std::uint16_t>(last_[1] & 0xFF00u);
-      if (mask & 32u) {
-        d = (d + (hi(now[1]) - hi(last_[1]))) / 2;
-        now[2] |= static_cast<std::uint16_t>(folded(5, clamp_u8(d + hi(last_[2]))) << 8);
-      } else {
-        now[2] |= static_cast<std::uint16_t>(last_[2] & 0xFF00u);
-      }
-    } else {
-      now[1] = now[0];
-      now[2] = now[0];
-    }
-    last_ = now;
-    for (unsigned c = 0; c < 3; ++c) store_le(out + 2 * c, now[c]);
+    state_.decode(dec.state(), models_.get(), stamp_);
+    for (unsigned c = 0; c < 3; ++c) { codec::store_u16(out + 2 * c, state_.last[c]); }
   }
 
  private:
-  std::array<std::uint16_t, 3> last_{};
-  symbol_model used_{128};
-  std::array<symbol_model, 6> diff_{symbol_model(256), symbol_model(256), symbol_model(256),
-                                    symbol_model(256), symbol_model(256), symbol_model(256)};
+  codec::rgb12_v2_state state_{};
+  item_models<codec::rgb12_v2_models> models_;
+  std::uint32_t stamp_ = 0;
 };
 
 // ---- extra bytes --------------------------------------------------------------------------

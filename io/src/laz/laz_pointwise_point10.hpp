@@ -79,104 +79,28 @@ class point10_v1 {
   lazy_models bit_byte_, classification_, user_data_;
 };
 
-/// Context of a (number of returns n, return number r) pair for point10 v2: single returns,
-/// first/last of few returns and so on get their own predictions. 15 collects the combinations
-/// that valid files do not produce. The z "level" context is |n - r|.
-constexpr std::uint8_t return_context[8][8] = {
-  {15, 14, 13, 12, 11, 10, 9, 8},  {14, 0, 1, 3, 6, 10, 10, 9},  {13, 1, 2, 4, 7, 11, 11, 10},
-  {12, 3, 4, 5, 8, 12, 12, 11},    {11, 6, 7, 8, 9, 13, 13, 12}, {10, 10, 11, 12, 13, 14, 14, 13},
-  {9, 10, 11, 12, 13, 14, 15, 14}, {8, 9, 10, 11, 12, 13, 14, 15}};
-
-/// Version 2: changed-field mask first; intensity, x, y, z predicted per return context; the
-/// number of corrector bits of x selects y's context, those of x and y select z's.
+/// Version 2 (core/laz/pointwise_items.hpp's, the GPU decoder's code): changed-field mask first;
+/// intensity, x, y, z predicted per return context; the number of corrector bits of x selects y's
+/// context, those of x and y select z's.
 class point10_v2 {
  public:
   void init(std::uint8_t const* raw)
   {
-    for (auto& m : x_median_) m.reset();
-    for (auto& m : y_median_) m.reset();
-    last_intensity_.fill(0);
-    last_height_.fill(0);
-    changed_.reset();
-    intensity_.init();
-    scan_angle_[0].reset();
-    scan_angle_[1].reset();
-    point_source_.init();
-    bit_byte_.reset();
-    classification_.reset();
-    user_data_.reset();
-    dx_.init();
-    dy_.init();
-    z_.init();
-    last_.load(raw);
-    last_.intensity = 0;  // the coder starts intensity predictions from 0, not the first point
+    stamp_ = models_.next_chunk();
+    state_.init(last_, raw);
   }
 
   void decode(arithmetic_decoder& dec, std::uint8_t* out)
   {
-    point10& p = last_;
-    std::uint32_t const changed = dec.decode_symbol(changed_);
-    unsigned r, n, m;
-    if (changed != 0) {
-      if (changed & 32) p.returns = static_cast<std::uint8_t>(dec.decode_symbol(bit_byte_[p.returns]));
-      r = p.returns & 7u;
-      n = (p.returns >> 3) & 7u;
-      m = return_context[n][r];
-      if (changed & 16) {
-        p.intensity = static_cast<std::uint16_t>(
-          intensity_.decompress(dec, last_intensity_[m], m < 3 ? m : 3));
-        last_intensity_[m] = p.intensity;
-      } else {
-        p.intensity = last_intensity_[m];
-      }
-      if (changed & 8) {
-        p.classification = static_cast<std::uint8_t>(dec.decode_symbol(classification_[p.classification]));
-      }
-      if (changed & 4) {
-        std::uint32_t const delta = dec.decode_symbol(scan_angle_[(p.returns >> 6) & 1u]);
-        p.scan_angle = static_cast<std::uint8_t>(delta + p.scan_angle);
-      }
-      if (changed & 2) p.user_data = static_cast<std::uint8_t>(dec.decode_symbol(user_data_[p.user_data]));
-      if (changed & 1) {
-        p.point_source = static_cast<std::uint16_t>(point_source_.decompress(dec, p.point_source));
-      }
-    } else {
-      r = p.returns & 7u;
-      n = (p.returns >> 3) & 7u;
-      m = return_context[n][r];
-    }
-    unsigned const level = n > r ? n - r : r - n;
-    std::uint32_t const single = n == 1 ? 1 : 0;
-
-    std::int32_t diff = dx_.decompress(dec, x_median_[m].get(), single);
-    p.x = wrap_add(p.x, diff);
-    x_median_[m].add(diff);
-
-    std::uint32_t k = dx_.k();
-    diff = dy_.decompress(dec, y_median_[m].get(), single + (k < 20 ? (k & ~1u) : 20));
-    p.y = wrap_add(p.y, diff);
-    y_median_[m].add(diff);
-
-    k = (dx_.k() + dy_.k()) / 2;
-    p.z = z_.decompress(dec, last_height_[level], single + (k < 18 ? (k & ~1u) : 18));
-    last_height_[level] = p.z;
-    p.store(out);
+    state_.decode(dec.state(), models_.get(), stamp_, laz_point10_context, last_);
+    last_.store_bytes(out);
   }
 
  private:
-  point10 last_{};
-  std::array<median_of_five, 16> x_median_;
-  std::array<median_of_five, 16> y_median_;
-  std::array<std::uint16_t, 16> last_intensity_{};
-  std::array<std::int32_t, 8> last_height_{};
-  symbol_model changed_{64};
-  integer_decompressor intensity_{16, 4};
-  std::array<symbol_model, 2> scan_angle_{symbol_model(256), symbol_model(256)};
-  integer_decompressor point_source_{16};
-  lazy_models bit_byte_, classification_, user_data_;
-  integer_decompressor dx_{32, 2};
-  integer_decompressor dy_{32, 22};
-  integer_decompressor z_{32, 20};
+  codec::point10 last_{};
+  codec::point10_v2_state state_{};
+  item_models<codec::point10_v2_models> models_;
+  std::uint32_t stamp_ = 0;
 };
 
 // ---- gpstime11 ----------------------------------------------------------------------------
@@ -252,116 +176,31 @@ class gpstime11_v1 {
   integer_decompressor ic_{32, 6};
 };
 
-/// Version 2: like version 1 but keeps four time sequences (interleaved flight lines), switching
-/// between them with escape symbols, and codes large jumps as 32 high bits + 32 raw low bits.
+/// Version 2 (core/laz/pointwise_items.hpp's, the GPU decoder's code): like version 1 but keeps
+/// four time sequences (interleaved flight lines), switching between them with escape symbols, and
+/// codes large jumps as 32 high bits + 32 raw low bits.
 class gpstime11_v2 {
  public:
   void init(std::uint8_t const* raw)
   {
-    current_ = 0;
-    newest_ = 0;
-    last_diff_.fill(0);
-    extremes_.fill(0);
-    times_ = {load_le<std::uint64_t>(raw), 0, 0, 0};
-    multi_.reset();
-    zero_diff_.reset();
-    ic_.init();
+    stamp_ = models_.next_chunk();
+    state_.init(raw);
   }
 
   void decode(arithmetic_decoder& dec, std::uint8_t* out)
   {
-    constexpr std::uint32_t multi = 500;
-    constexpr std::int32_t multi_minus = -10;
-    constexpr std::uint32_t unchanged = multi - multi_minus + 1;  // 511
-    constexpr std::uint32_t code_full = multi - multi_minus + 2;  // 512
     // A valid stream switches sequence at most once per point (the encoder switches only to a
     // sequence that codes the point); the bound keeps corrupt data from looping.
-    for (int switches = 0;; ++switches) {
-      if (switches > 4) throw decode_error("gpstime11: more than 4 time sequence switches for one point");
-      std::uint32_t const c = current_;
-      if (last_diff_[c] == 0) {
-        std::uint32_t const s = dec.decode_symbol(zero_diff_);
-        if (s == 0) break;
-        if (s == 1) {
-          last_diff_[c] = ic_.decompress(dec, 0, 0);
-          times_[c] += static_cast<std::uint64_t>(std::int64_t{last_diff_[c]});
-          extremes_[c] = 0;
-          break;
-        }
-        if (s == 2) {
-          start_sequence(dec);
-          break;
-        }
-        current_ = (c + s - 2) & 3u;
-        continue;
-      }
-      std::uint32_t const s = dec.decode_symbol(multi_);
-      if (s == 1) {
-        times_[c] += static_cast<std::uint64_t>(std::int64_t{ic_.decompress(dec, last_diff_[c], 1)});
-        extremes_[c] = 0;
-        break;
-      }
-      if (s < unchanged) {
-        std::int32_t diff;
-        if (s == 0) {
-          diff = ic_.decompress(dec, 0, 7);
-          note_extreme(c, diff);
-        } else if (s < multi) {
-          diff = ic_.decompress(dec, wrap_mul(static_cast<std::int32_t>(s), last_diff_[c]), s < 10 ? 2 : 3);
-        } else if (s == multi) {
-          diff = ic_.decompress(dec, wrap_mul(static_cast<std::int32_t>(multi), last_diff_[c]), 4);
-          note_extreme(c, diff);
-        } else {
-          std::int32_t const negative = static_cast<std::int32_t>(multi) - static_cast<std::int32_t>(s);
-          if (negative > multi_minus) {
-            diff = ic_.decompress(dec, wrap_mul(negative, last_diff_[c]), 5);
-          } else {
-            diff = ic_.decompress(dec, wrap_mul(multi_minus, last_diff_[c]), 6);
-            note_extreme(c, diff);
-          }
-        }
-        times_[c] += static_cast<std::uint64_t>(std::int64_t{diff});
-        break;
-      }
-      if (s == unchanged) break;
-      if (s == code_full) {
-        start_sequence(dec);
-        break;
-      }
-      current_ = (c + s - code_full) & 3u;
+    if (!state_.decode(dec.state(), models_.get(), stamp_)) {
+      throw decode_error("gpstime11: more than 4 time sequence switches for one point");
     }
-    store_le(out, times_[current_]);
+    codec::store_u64(out, state_.times[state_.current]);
   }
 
  private:
-  void note_extreme(std::uint32_t c, std::int32_t diff)
-  {
-    if (++extremes_[c] > 3) {
-      last_diff_[c] = diff;
-      extremes_[c] = 0;
-    }
-  }
-  /// A jump too large for 32 bits: a new sequence whose high word is predicted from the current
-  /// one and whose low word is raw.
-  void start_sequence(arithmetic_decoder& dec)
-  {
-    newest_ = (newest_ + 1) & 3u;
-    auto const high = static_cast<std::uint32_t>(
-      ic_.decompress(dec, static_cast<std::int32_t>(times_[current_] >> 32), 8));
-    times_[newest_] = (std::uint64_t{high} << 32) | dec.read_int();
-    current_ = newest_;
-    last_diff_[current_] = 0;
-    extremes_[current_] = 0;
-  }
-
-  std::uint32_t current_{0};
-  std::uint32_t newest_{0};
-  std::array<std::uint64_t, 4> times_{};
-  std::array<std::int32_t, 4> last_diff_{};
-  std::array<std::int32_t, 4> extremes_{};
-  symbol_model multi_{516};
-  symbol_model zero_diff_{6};
-  integer_decompressor ic_{32, 9};
+  codec::gpstime11_v2_state state_{};
+  item_models<codec::gpstime11_v2_models> models_;
+  std::uint32_t stamp_ = 0;
 };
 
 }  // namespace

@@ -11,7 +11,7 @@
 
 #include "heightgrid/core/laz/bytes.hpp"
 #include "heightgrid/core/laz/coder.hpp"
-#include "heightgrid/core/laz_tables.hpp"
+#include "heightgrid/core/laz/tables.hpp"
 #include "heightgrid/kernels/laz_gpu.hpp"
 
 #include <cuda/atomic>
@@ -94,7 +94,7 @@ inline constexpr int channels_per_slot = 4;
 // The chunk
 // ------------------------------------------------------------------------------------------
 
-/// core/laz_tables.hpp's table, in constant memory.
+/// core/laz/tables.hpp's table, in constant memory.
 static __constant__ laz_xy_predictor_table const xy_predictor = laz_xy_predictor;
 
 inline constexpr unsigned changed_channel = 1u << 6;

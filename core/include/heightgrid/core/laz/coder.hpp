@@ -102,7 +102,7 @@ HG_LAZ_HD_INLINE std::uint16_t* counts_of(symbol_model const& m)
 }
 
 /// Rebuilds the distribution (and lookup table) from the counts.
-HG_LAZ_HD inline void update(symbol_model& m)
+HG_LAZ_HD_COLD inline void update(symbol_model& m)
 {
   std::uint32_t const n = m.symbols;
   std::uint16_t* const dist = m.storage;
@@ -143,7 +143,7 @@ HG_LAZ_HD inline void update(symbol_model& m)
   m.until_update = m.update_cycle;
 }
 
-HG_LAZ_HD inline void update(bit_model& m)
+HG_LAZ_HD_COLD inline void update(bit_model& m)
 {
   m.total_count += m.update_cycle;
   if (m.total_count > bit_max_count) {
@@ -246,7 +246,7 @@ struct basic_range_decoder {
     } while (length < min_length);
   }
 
-  HG_LAZ_HD std::uint32_t decode_bit(bit_model& m)
+  HG_LAZ_HD_HOT std::uint32_t decode_bit(bit_model& m)
   {
     std::uint32_t const x = m.zero_probability * (length >> bit_length_shift);
     std::uint32_t bit;
@@ -315,7 +315,7 @@ struct basic_range_decoder {
 
   /// The last symbol whose interval starts at or below the value (a branch-free bisection in the
   /// lookup table's slot when the model has one, a count over the whole distribution otherwise).
-  HG_LAZ_HD std::uint32_t decode_symbol(symbol_model& m)
+  HG_LAZ_HD_HOT std::uint32_t decode_symbol(symbol_model& m)
   {
     std::uint16_t const* const dist = m.storage;
     std::uint32_t const unit = length >> symbol_length_shift;
