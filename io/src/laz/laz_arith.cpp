@@ -18,25 +18,6 @@ symbol_model::symbol_model(std::uint32_t symbols)
   reset();
 }
 
-void symbol_model::reset()
-{
-  // Every chunk starts every model it uses afresh, and a fresh model of n symbols is always the
-  // same: counts of one and the distribution and lookup table they give. Rebuilding those was 5 %
-  // of decoding 1000 LAZ tiles of 10^4 points (a chunk each; 150 models a channel), so each
-  // thread builds them once per alphabet size and copies them.
-  thread_local std::vector<std::vector<std::uint16_t>> fresh_by_symbols;
-  std::uint32_t const n = m_.symbols;
-  if (fresh_by_symbols.size() <= n) { fresh_by_symbols.resize(n + 1); }
-  std::vector<std::uint16_t>& fresh = fresh_by_symbols[n];
-  if (fresh.empty()) {
-    codec::reset(m_);
-    fresh = storage_;
-  } else {
-    std::copy(fresh.begin(), fresh.end(), storage_.begin());
-    codec::set_fresh_counters(m_);
-  }
-}
-
 integer_decompressor::integer_decompressor(std::uint32_t bits, std::uint32_t contexts)
 {
   // Our own item decoders choose these; anything else is a bug, not bad input.

@@ -54,8 +54,8 @@ class symbol_model {
   symbol_model& operator=(symbol_model&&) noexcept = default;
   ~symbol_model() = default;
 
-  /// Counts of one (a copy of the fresh model of this size that the thread keeps).
-  void reset();
+  /// Counts of one (on the CPU a copy of the fresh model of this size that the thread keeps).
+  void reset() { codec::reset(m_); }
   std::uint32_t symbols() const { return m_.symbols; }
 
  private:

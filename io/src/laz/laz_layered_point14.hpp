@@ -5,6 +5,8 @@
 
 #include "laz_layered_support.hpp"
 
+#include "heightgrid/core/laz/point14_items.hpp"
+
 namespace heightgrid::io::laz {
 namespace {
 
@@ -93,12 +95,10 @@ constexpr char const* point14_layer_names[point14_layer_count] = {
     "point14 GPS time"};
 
 // Bits of the per-point "what changed" symbol of the XY layer.
-constexpr unsigned changed_channel = 1u << 6;
-constexpr unsigned changed_point_source = 1u << 5;
-constexpr unsigned changed_gps_time = 1u << 4;
-constexpr unsigned changed_scan_angle = 1u << 3;
-constexpr unsigned changed_number_of_returns = 1u << 2;
-constexpr unsigned changed_return_number_mask = 3u;  // 0 same, 1 +1, 2 -1, 3 coded
+using codec::changed_channel;
+using codec::changed_gps_time;
+using codec::changed_point_source;
+using codec::changed_scan_angle;
 
 // The GPS time model: a time is coded as a multiple of the previous time step (or a small
 // negative multiple, or a full 64-bit value), with up to four time sequences kept so that
@@ -113,17 +113,7 @@ constexpr int gps_max_sequence_hops = 4;
 /// Models and prediction state of one scanner channel for point14.
 struct point14_channel {
   point14_channel()
-    : changed(make_models<8>(128)),
-      channel_step(3),
-      number_of_returns(16),
-      return_number(16),
-      return_step(13),
-      dx(32, 2),
-      dy(32, 22),
-      z(32, 20),
-      classification(256),
-      flags(64),
-      user_data(256),
+    : user_data(256),
       intensity(16, 4),
       scan_angle(16, 2),
       point_source(16, 1),
@@ -136,22 +126,14 @@ struct point14_channel {
   point14_fields last;
   bool last_gps_changed = false;
 
-  // channel/returns/XY layer. "changed" is picked by the previous point: first return (1),
-  // last return (2), GPS time changed (4).
-  std::array<symbol_model, 8> changed;
-  symbol_model channel_step;                // new channel = old + 1 + symbol (mod 4)
-  context_models<16> number_of_returns;     // by the previous number of returns
-  context_models<16> return_number;         // by the previous return number (GPS time changed)
-  symbol_model return_step;                 // return number + 2 + symbol (GPS time same)
-  integer_decompressor dx, dy;
-  std::array<median_of_five, 12> dx_median, dy_median;  // by predictor << 1 | GPS changed
+  // The channel/returns/XY, Z, classification and flags layers' models (core/laz/
+  // point14_items.hpp, the GPU decoder's too), fresh under `stamp` from the channel's start.
+  item_models<codec::point14_models> models;
+  std::uint32_t stamp = 0;
+  std::array<codec::median5, 12> dx_median, dy_median;  // by predictor << 1 | GPS changed
+  std::array<std::int32_t, 8> last_z{};                 // by the level |n - r|
 
-  integer_decompressor z;
-  std::array<std::int32_t, 8> last_z{};  // by z_predictor_of_return
-
-  context_models<64> classification;  // by (previous class & 31) << 1 | single return
-  context_models<64> flags;           // by the previous flags symbol
-  context_models<64> user_data;       // by the previous user data / 4
+  context_models<64> user_data;  // by the previous user data / 4
 
   integer_decompressor intensity;
   std::array<std::uint16_t, 8> last_intensity{};  // by first/last return << 1 | GPS changed
@@ -231,16 +213,12 @@ class point14_decoder {
         overrun_error(point14_layer_names[layer_xy], xy.overrun(), layers_[layer_xy].size);
       }
 
-      unsigned changed;
-      {
-        point14_fields const& prev = ch->last;
-        unsigned const ctx = (prev.return_number == 1 ? 1u : 0u) |
-                             (prev.return_number >= prev.number_of_returns ? 2u : 0u) |
-                             (ch->last_gps_changed ? 4u : 0u);
-        changed = xy.decode_symbol(ch->changed[ctx]);
-      }
+      unsigned const changed = xy.state().decode_symbol(codec::use(
+          ch->models.get().changed[codec::point14_changed_context(ch->last.return_number, ch->last.number_of_returns,
+                                                                  ch->last_gps_changed)],
+          ch->stamp));
       if (changed & changed_channel) {
-        unsigned const step = xy.decode_symbol(ch->channel_step);
+        unsigned const step = xy.state().decode_symbol(codec::use(ch->models.get().channel_step, ch->stamp));
         unsigned const next = (current_ + step + 1) & 3u;
         if (!active_[next]) activate(next, ch->last);
         current_ = next;
@@ -248,55 +226,27 @@ class point14_decoder {
         ch->last.channel = static_cast<std::uint8_t>(next);
       }
       point14_fields& p = ch->last;
+      codec::point14_models& md = ch->models.get();
       unsigned const gps_changed = (changed & changed_gps_time) ? 1u : 0u;
 
       unsigned n = p.number_of_returns;
-      if (changed & changed_number_of_returns) {
-        n = xy.decode_symbol(ch->number_of_returns[n & 15]) & 15;
-        p.number_of_returns = static_cast<std::uint8_t>(n);
-      }
       unsigned r = p.return_number;
-      switch (changed & changed_return_number_mask) {
-        case 0: break;
-        case 1: r = (r + 1) & 15; break;
-        case 2: r = (r + 15) & 15; break;
-        default:
-          if (gps_changed) {
-            r = xy.decode_symbol(ch->return_number[r & 15]) & 15;
-          } else {
-            r = (r + xy.decode_symbol(ch->return_step) + 2) & 15;
-          }
-          break;
-      }
+      codec::decode_point14_returns(xy.state(), md, ch->stamp, changed, n, r);
+      p.number_of_returns = static_cast<std::uint8_t>(n);
       p.return_number = static_cast<std::uint8_t>(r);
-
-      unsigned const single = n == 1 ? 1u : 0u;
       // first return (1) | last return (2)
       unsigned const first_last = (r == 1 ? 1u : 0u) | (r >= n ? 2u : 0u);
-      unsigned const m = (unsigned{laz_xy_predictor.of_return[n][r]} << 1) | gps_changed;
 
-      std::int32_t const step_x = ch->dx.decompress(xy, ch->dx_median[m].get(), single);
-      p.x = wrap_add(p.x, step_x);
-      ch->dx_median[m].add(step_x);
-      unsigned const kx = ch->dx.k();
-      std::int32_t const step_y =
-          ch->dy.decompress(xy, ch->dy_median[m].get(), single + (kx < 20 ? (kx & ~1u) : 20));
-      p.y = wrap_add(p.y, step_y);
-      ch->dy_median[m].add(step_y);
-
-      if (live_z) {
-        unsigned const k = (ch->dx.k() + ch->dy.k()) / 2;
-        unsigned const level = z_predictor_of_return(n, r);
-        p.z = ch->z.decompress(dec_[layer_z], ch->last_z[level], single + (k < 18 ? (k & ~1u) : 18));
-        ch->last_z[level] = p.z;
-      }
+      unsigned k = 0;
+      codec::decode_point14_xy(xy.state(), md, ch->stamp, laz_xy_predictor, ch->dx_median.data(), ch->dy_median.data(),
+                               changed, n, r, p.x, p.y, k);
+      if (live_z) { p.z = codec::decode_point14_z(dec_[layer_z].state(), md, ch->stamp, ch->last_z.data(), n, r, k); }
       if (live_classification) {
-        unsigned const ctx = ((p.classification & 0x1Fu) << 1) | (first_last == 3 ? 1u : 0u);
         p.classification = static_cast<std::uint8_t>(
-            dec_[layer_classification].decode_symbol(ch->classification[ctx]));
+            codec::decode_point14_classification(dec_[layer_classification].state(), md, ch->stamp, p.classification, n, r));
       }
       if (live_flags) {
-        p.flags = static_cast<std::uint8_t>(dec_[layer_flags].decode_symbol(ch->flags[p.flags & 63]) & 63);
+        p.flags = static_cast<std::uint8_t>(codec::decode_point14_flags(dec_[layer_flags].state(), md, ch->stamp, p.flags));
       }
       if (live_intensity) {
         unsigned const ctx = (first_last << 1) | gps_changed;
@@ -347,22 +297,10 @@ class point14_decoder {
     ch.last = from;
     ch.last_gps_changed = false;
 
-    for (auto& m : ch.changed) { m.reset(); }
-    ch.channel_step.reset();
-    ch.number_of_returns.restart();
-    ch.return_number.restart();
-    ch.return_step.reset();
-    ch.dx.init();
-    ch.dy.init();
+    ch.stamp = ch.models.next_chunk();
     for (auto& m : ch.dx_median) { m.reset(); }
     for (auto& m : ch.dy_median) { m.reset(); }
-
-    if (live_[layer_z]) {
-      ch.z.init();
-      ch.last_z.fill(from.z);
-    }
-    if (live_[layer_classification]) ch.classification.restart();
-    if (live_[layer_flags]) ch.flags.restart();
+    if (live_[layer_z]) { ch.last_z.fill(from.z); }
     if (live_[layer_user_data]) ch.user_data.restart();
     if (live_[layer_intensity]) {
       ch.intensity.init();

@@ -58,15 +58,8 @@ void store_u16(std::uint8_t* p, std::uint16_t v) { std::memcpy(p, &v, sizeof v);
 void store_u32(std::uint8_t* p, std::uint32_t v) { std::memcpy(p, &v, sizeof v); }
 void store_u64(std::uint8_t* p, std::uint64_t v) { std::memcpy(p, &v, sizeof v); }
 
-/// Two's-complement addition without signed overflow (the format wraps around).
-std::int32_t wrap_add(std::int32_t a, std::int32_t b)
-{
-  return static_cast<std::int32_t>(static_cast<std::uint32_t>(a) + static_cast<std::uint32_t>(b));
-}
-std::int32_t wrap_mul(std::int32_t a, std::int32_t b)
-{
-  return static_cast<std::int32_t>(static_cast<std::uint32_t>(a) * static_cast<std::uint32_t>(b));
-}
+/// Two's-complement multiplication without signed overflow (the format wraps around).
+using codec::wrap_mul;
 
 std::uint8_t low_byte(std::uint16_t v) { return static_cast<std::uint8_t>(v & 0xFF); }
 std::uint8_t high_byte(std::uint16_t v) { return static_cast<std::uint8_t>(v >> 8); }
@@ -121,15 +114,6 @@ class context_models {
   std::bitset<N> fresh_;
   std::uint32_t symbols_;
 };
-
-/// Which of eight previous Z values predicts a point's Z: how far its return number is from
-/// the last return, capped at 7 (returns at the same depth in the pulse have similar heights).
-unsigned z_predictor_of_return(unsigned number_of_returns, unsigned return_number)
-{
-  unsigned const d = number_of_returns > return_number ? number_of_returns - return_number
-                                                       : return_number - number_of_returns;
-  return d < 7 ? d : 7;
-}
 
 /// A layer's bytes inside the chunk.
 struct layer_bytes {

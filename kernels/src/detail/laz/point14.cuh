@@ -1,16 +1,16 @@
 #pragma once
-// LAZ layered point14 chunks (LASzip compressor 3) on the device: a scanner channel's models and
-// state, the chunk's header, and the layer decoders the kernel (laz_decode.cu) runs, one lane a
-// layer or one lane for all. The entropy coder is detail/laz/coder.hpp's, shared with the pointwise
-// decoder and the host tests; the layers follow the CPU decoder (io/src/laz/laz_layered_point14.hpp)
-// step for step, so the records are the same bytes. What differs is where the state lives: a
-// chunk's models are in device memory (a slot of four scanner channels, ~1 MiB), its coder state
-// in registers, a channel's hot state in registers and shared memory. Models are reset on first
-// use after a channel starts (a stamp per model), as the CPU decoder does for its context models.
+// LAZ layered point14 chunks (LASzip compressor 3) on the device: a scanner channel's state, the
+// chunk's header, and the layer decoders the kernel (laz_decode.cu) runs, one lane a layer or one
+// lane for all. The coder and the field steps are core/laz's (coder.hpp, point14_items.hpp), which
+// the CPU decoder (io/src/laz/laz_layered_point14.hpp) runs too, so the records are the same bytes.
+// What differs is where the state lives: a chunk's models are in device memory (a slot of four
+// scanner channels, ~1 MiB), its coder state in registers, a channel's hot state in registers and
+// shared memory. Models are reset on first use after a channel starts (a stamp per model).
 // Included by laz_decode.cu alone.
 
 #include "heightgrid/core/laz/bytes.hpp"
 #include "heightgrid/core/laz/coder.hpp"
+#include "heightgrid/core/laz/point14_items.hpp"
 #include "heightgrid/core/laz/tables.hpp"
 #include "heightgrid/kernels/laz_gpu.hpp"
 
@@ -49,18 +49,9 @@ struct point14_channel {
   std::uint8_t classification_last, flags_last;
   bool last_gps_changed;
   point14_last last;
-  symbol_model changed[8];  // 128
-  symbol_model channel_step;  // 3
-  symbol_model number_of_returns[16];  // 16
-  symbol_model return_number[16];  // 16
-  symbol_model return_step;  // 13
-  integer_decompressor<2, 32> dx;
-  integer_decompressor<22, 32> dy;
-  integer_decompressor<20, 32> z;
   median5 dx_median[12], dy_median[12];
   std::int32_t last_z[8];
-  symbol_model classification[64];  // 256
-  symbol_model flags[64];  // 64
+  point14_models models;
 };
 
 /// Gives every model of `c` its storage in `arena` (c == nullptr: only counts); returns the
@@ -68,19 +59,7 @@ struct point14_channel {
 HG_LAZ_HD inline std::size_t lay_out_point14_channel(point14_channel* c, std::uint16_t* arena)
 {
   std::size_t used = 0;
-  auto models = [&](symbol_model* m, int count, std::uint32_t symbols) {
-    for (int i = 0; i < count; ++i) { place(c != nullptr ? m + i : nullptr, symbols, arena, used); }
-  };
-  models(c != nullptr ? c->changed : nullptr, 8, 128);
-  models(c != nullptr ? &c->channel_step : nullptr, 1, 3);
-  models(c != nullptr ? c->number_of_returns : nullptr, 16, 16);
-  models(c != nullptr ? c->return_number : nullptr, 16, 16);
-  models(c != nullptr ? &c->return_step : nullptr, 1, 13);
-  integer_decompressor<2, 32>::lay_out(c != nullptr ? &c->dx : nullptr, arena, used);
-  integer_decompressor<22, 32>::lay_out(c != nullptr ? &c->dy : nullptr, arena, used);
-  integer_decompressor<20, 32>::lay_out(c != nullptr ? &c->z : nullptr, arena, used);
-  models(c != nullptr ? c->classification : nullptr, 64, 256);
-  models(c != nullptr ? c->flags : nullptr, 64, 64);
+  point14_models::lay_out(c != nullptr ? &c->models : nullptr, arena, used);
   if (c != nullptr) {
     for (auto& r : c->role_stamp) { r = 0; }
   }
@@ -96,11 +75,6 @@ inline constexpr int channels_per_slot = 4;
 
 /// core/laz/tables.hpp's table, in constant memory.
 static __constant__ laz_xy_predictor_table const xy_predictor = laz_xy_predictor;
-
-inline constexpr unsigned changed_channel = 1u << 6;
-inline constexpr unsigned changed_gps_time = 1u << 4;
-inline constexpr unsigned changed_number_of_returns = 1u << 2;
-inline constexpr unsigned changed_return_number_mask = 3u;
 
 enum : unsigned { layer_xy, layer_z, layer_classification, layer_flags, point14_layers = 9 };
 
@@ -236,10 +210,9 @@ __device__ inline bool decode_xy_layer(point14_chunk& sh, std::uint8_t* out, poi
   cuda::atomic_ref<std::uint32_t, cuda::thread_scope_block> const progress(sh.progress);
   for (std::uint32_t i = 1; i < points; ++i) {
     if (i % overrun_check_interval == 0 && xy.overrun > overrun_tolerance) { return false; }
-    unsigned const ctx = (r == 1 ? 1u : 0u) | (r >= n ? 2u : 0u) | (gps_last ? 4u : 0u);
-    unsigned const changed = xy.decode_symbol(use(ch->changed[ctx], stamp));
+    unsigned const changed = xy.decode_symbol(use(ch->models.changed[point14_changed_context(r, n, gps_last)], stamp));
     if (changed & changed_channel) {
-      unsigned const step = xy.decode_symbol(use(ch->channel_step, stamp));
+      unsigned const step = xy.decode_symbol(use(ch->models.channel_step, stamp));
       unsigned const next = (current + step + 1) & 3u;
       // The channel going out keeps its state; the next one starts from the last point (its first
       // use) or takes its own back.
@@ -269,31 +242,10 @@ __device__ inline bool decode_xy_layer(point14_chunk& sh, std::uint8_t* out, poi
         }
       }
     }
-    unsigned const gps_changed = (changed & changed_gps_time) ? 1u : 0u;
-    if (changed & changed_number_of_returns) { n = xy.decode_symbol(use(ch->number_of_returns[n & 15], stamp)) & 15; }
-    switch (changed & changed_return_number_mask) {
-      case 0: break;
-      case 1: r = (r + 1) & 15; break;
-      case 2: r = (r + 15) & 15; break;
-      default:
-        if (gps_changed) {
-          r = xy.decode_symbol(use(ch->return_number[r & 15], stamp)) & 15;
-        } else {
-          r = (r + xy.decode_symbol(use(ch->return_step, stamp)) + 2) & 15;
-        }
-        break;
-    }
-    unsigned const single = n == 1 ? 1u : 0u;
-    unsigned const m = (unsigned{xy_predictor.of_return[n][r]} << 1) | gps_changed;
-    std::uint32_t kx = 0, ky = 0;
-    std::int32_t const step_x = ch->dx.decompress(xy, medians[0][m].get(), single, stamp, kx);
-    x = static_cast<std::int32_t>(static_cast<std::uint32_t>(x) + static_cast<std::uint32_t>(step_x));
-    medians[0][m].add(step_x);
-    std::int32_t const step_y =
-      ch->dy.decompress(xy, medians[1][m].get(), single + (kx < 20 ? (kx & ~1u) : 20), stamp, ky);
-    y = static_cast<std::int32_t>(static_cast<std::uint32_t>(y) + static_cast<std::uint32_t>(step_y));
-    medians[1][m].add(step_y);
-    gps_last = gps_changed != 0;
+    decode_point14_returns(xy, ch->models, stamp, changed, n, r);
+    unsigned k = 0;
+    decode_point14_xy(xy, ch->models, stamp, xy_predictor, medians[0], medians[1], changed, n, r, x, y, k);
+    gps_last = (changed & changed_gps_time) != 0;
 
     std::uint8_t* const rec = out + std::size_t{i} * laz_gpu_record_bytes;
     auto* const h = reinterpret_cast<std::uint16_t*>(rec);
@@ -302,7 +254,7 @@ __device__ inline bool decode_xy_layer(point14_chunk& sh, std::uint8_t* out, poi
     h[2] = static_cast<std::uint16_t>(static_cast<std::uint32_t>(y));
     h[3] = static_cast<std::uint16_t>(static_cast<std::uint32_t>(y) >> 16);
     h[6] = 0;  // intensity
-    rec[8] = static_cast<std::uint8_t>((kx + ky) / 2);  // for the Z lane, which overwrites it
+    rec[8] = static_cast<std::uint8_t>(k);  // for the Z lane, which overwrites it
     rec[14] = static_cast<std::uint8_t>(r | (n << 4));
     rec[15] = static_cast<std::uint8_t>(current << 4);  // for the flags lane, which completes it
     if ((i & 31) == 31) { progress.store(i + 1, cuda::memory_order_release); }
@@ -386,27 +338,17 @@ __device__ inline bool decode_follower_layer(point14_params const& p, point14_ch
     unsigned const r = rec[14] & 15u;
     unsigned const n = rec[14] >> 4;
     if constexpr (Role == role_z) {
-      if (live) {
-        unsigned const k = rec[8];
-        unsigned const single = n == 1 ? 1u : 0u;
-        unsigned const d = n > r ? n - r : r - n;
-        unsigned const level = d < 7 ? d : 7;
-        std::uint32_t kz = 0;
-        value = ch->z.decompress(dec, last_z[level], single + (k < 18 ? (k & ~1u) : 18), stamp, kz);
-        last_z[level] = value;
-      }
+      if (live) { value = decode_point14_z(dec, ch->models, stamp, last_z, n, r, rec[8]); }
       auto* const h = reinterpret_cast<std::uint16_t*>(rec);
       h[4] = static_cast<std::uint16_t>(static_cast<std::uint32_t>(value));
       h[5] = static_cast<std::uint16_t>(static_cast<std::uint32_t>(value) >> 16);
     } else if constexpr (Role == role_classification) {
       if (live) {
-        unsigned const first_last = (r == 1 ? 1u : 0u) | (r >= n ? 2u : 0u);
-        unsigned const ctx = ((static_cast<unsigned>(value) & 0x1Fu) << 1) | (first_last == 3 ? 1u : 0u);
-        value = static_cast<std::int32_t>(dec.decode_symbol(use(ch->classification[ctx], stamp)));
+        value = static_cast<std::int32_t>(decode_point14_classification(dec, ch->models, stamp, static_cast<unsigned>(value), n, r));
       }
       reinterpret_cast<std::uint16_t*>(rec)[8] = static_cast<std::uint16_t>(value & 0xFF);  // user data 0
     } else {
-      if (live) { value = static_cast<std::int32_t>(dec.decode_symbol(use(ch->flags[value & 63], stamp)) & 63); }
+      if (live) { value = static_cast<std::int32_t>(decode_point14_flags(dec, ch->models, stamp, static_cast<unsigned>(value))); }
       auto const f = static_cast<unsigned>(value);
       rec[15] = static_cast<std::uint8_t>((f & 0x0Fu) | (current << 4) | ((f & 0x30u) << 2));
     }

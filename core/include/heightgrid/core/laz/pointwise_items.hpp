@@ -148,10 +148,6 @@ struct point10 {
 };
 
 HG_LAZ_HD_INLINE std::uint32_t clamp_u8(std::int32_t v) { return static_cast<std::uint32_t>(v < 0 ? 0 : (v > 255 ? 255 : v)); }
-HG_LAZ_HD_INLINE std::int32_t wrap_mul(std::int32_t a, std::int32_t b)
-{
-  return static_cast<std::int32_t>(static_cast<std::uint32_t>(a) * static_cast<std::uint32_t>(b));
-}
 
 // ------------------------------------------------------------------------------------------
 // Items
