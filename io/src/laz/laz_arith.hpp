@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <stdexcept>
 #include <vector>
 
@@ -145,19 +146,20 @@ class integer_decompressor {
 template <class Models>
 class item_models {
  public:
-  item_models()
-  {
-    std::size_t words = 0;
-    Models::lay_out(nullptr, nullptr, words);
-    arena_.assign(words, 0);
-    lay_out();
-  }
+  // A decoder is made per file part, and point10's byte-keyed models alone are 1.2 MB: the arena
+  // comes from the thread's last decoders (pool()) or new and uninitialised, so its pages are
+  // touched once, and only those of the models in use (a model's words are written when it is
+  // first reset). Zeroing a new arena per part cost 6 % of decoding a 73,000-point file.
+  item_models() : arena_(take()) { lay_out(); }
   item_models(item_models const&) = delete;
   item_models& operator=(item_models const&) = delete;
-  // The models point into arena_, whose buffer a move keeps.
+  // The models point into arena_, which a move keeps.
   item_models(item_models&&) noexcept = default;
   item_models& operator=(item_models&&) noexcept = default;
-  ~item_models() = default;
+  ~item_models()
+  {
+    if (arena_ != nullptr && pool().size() < pool_limit) { pool().push_back(std::move(arena_)); }
+  }
 
   /// The stamp of a new chunk: every model is fresh at its first use under it.
   std::uint32_t next_chunk()
@@ -171,12 +173,32 @@ class item_models {
   Models& get() { return models_; }
 
  private:
+  static constexpr std::size_t pool_limit = 4;  ///< arenas a thread keeps (a part's decoders)
+  static std::vector<std::unique_ptr<std::uint16_t[]>>& pool()
+  {
+    thread_local std::vector<std::unique_ptr<std::uint16_t[]>> arenas;
+    return arenas;
+  }
+  static std::unique_ptr<std::uint16_t[]> take()
+  {
+    auto& arenas = pool();
+    if (arenas.empty()) { return std::unique_ptr<std::uint16_t[]>(new std::uint16_t[words()]); }
+    std::unique_ptr<std::uint16_t[]> arena = std::move(arenas.back());
+    arenas.pop_back();
+    return arena;
+  }
+  static std::size_t words()
+  {
+    std::size_t words = 0;
+    Models::lay_out(nullptr, nullptr, words);
+    return words;
+  }
   void lay_out()
   {
     std::size_t used = 0;
-    Models::lay_out(&models_, arena_.data(), used);
+    Models::lay_out(&models_, arena_.get(), used);
   }
-  std::vector<std::uint16_t> arena_;
+  std::unique_ptr<std::uint16_t[]> arena_;
   Models models_{};
   std::uint32_t stamp_ = 0;
 };

@@ -93,7 +93,7 @@ class point10_v2 {
   void decode(arithmetic_decoder& dec, std::uint8_t* out)
   {
     state_.decode(dec.state(), models_.get(), stamp_, laz_point10_context, last_);
-    last_.store_bytes(out);
+    last_.store(out);  // any alignment on the host (a memcpy)
   }
 
  private:

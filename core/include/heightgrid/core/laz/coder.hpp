@@ -402,7 +402,7 @@ struct basic_range_decoder {
   }
 
   /// 1..19 raw bits.
-  HG_LAZ_HD std::uint32_t read_raw(std::uint32_t bits)
+  HG_LAZ_HD_HOT std::uint32_t read_raw(std::uint32_t bits)
   {
     length >>= bits;
     std::uint32_t symbol = value / length;
@@ -413,7 +413,7 @@ struct basic_range_decoder {
     return symbol;
   }
   /// 1..32 raw bits (above 19: the low 16, then the rest).
-  HG_LAZ_HD std::uint32_t read_bits(std::uint32_t bits)
+  HG_LAZ_HD_HOT std::uint32_t read_bits(std::uint32_t bits)
   {
     if (bits > 19) {
       std::uint32_t const low = read_raw(16);
@@ -453,7 +453,7 @@ inline constexpr std::uint32_t integer_bits_high = 8;
 /// encoder wrapped it; 0 wraps in 32-bit arithmetic. `k` receives k (a context of later fields).
 /// `Lazy`: models are used under `stamp` (see use()); otherwise the caller reset them.
 template <bool Lazy, class Decoder>
-HG_LAZ_HD_INLINE std::int32_t decompress_integer(Decoder& dec, std::int32_t pred, symbol_model& k_model, bit_model& zero,
+HG_LAZ_HD_CALL std::int32_t decompress_integer(Decoder& dec, std::int32_t pred, symbol_model& k_model, bit_model& zero,
                                                  symbol_model* corrector, std::uint32_t range, std::uint32_t stamp,
                                                  std::uint32_t& k)
 {

@@ -12,14 +12,17 @@
 #define HG_LAZ_HD_INLINE __host__ __device__ __forceinline__
 #define HG_LAZ_HD_HOT __host__ __device__
 #define HG_LAZ_HD_COLD __host__ __device__
+#define HG_LAZ_HD_CALL __host__ __device__ __forceinline__
 #elif defined(__GNUC__)
 #define HG_LAZ_HD
 #define HG_LAZ_HD_INLINE inline __attribute__((always_inline))
 #define HG_LAZ_HD_HOT inline __attribute__((always_inline))
 #define HG_LAZ_HD_COLD __attribute__((noinline))
+#define HG_LAZ_HD_CALL __attribute__((noinline))
 #else
 #define HG_LAZ_HD
 #define HG_LAZ_HD_INLINE inline
 #define HG_LAZ_HD_HOT inline
 #define HG_LAZ_HD_COLD
+#define HG_LAZ_HD_CALL inline
 #endif
