@@ -32,8 +32,9 @@ TEST(laz_arith, adaptive_bits_round_trip_and_end_exactly_at_the_last_byte)
 
     arithmetic_decoder d;
     d.init(bytes.data(), bytes.size());
-    bit_model m;
-    for (std::size_t i = 0; i < bits.size(); ++i) ASSERT_EQ(d.decode_bit(m), bits[i]) << "bit " << i;
+    codec::bit_model m{};
+    codec::reset(m);
+    for (std::size_t i = 0; i < bits.size(); ++i) ASSERT_EQ(d.state().decode_bit(m), bits[i]) << "bit " << i;
     EXPECT_EQ(d.position(), bytes.size());
     EXPECT_EQ(d.overrun(), 0U);
   }
@@ -101,8 +102,8 @@ TEST(laz_arith, raw_bits_bytes_shorts_ints_round_trip_between_symbols)
     std::uint64_t got = 0;
     switch (it.kind) {
       case 0: got = d.read_bits(it.bits); break;
-      case 1: got = d.read_byte(); break;
-      case 2: got = d.read_short(); break;
+      case 1: got = d.read_bits(8); break;
+      case 2: got = d.read_bits(16); break;
       case 3: got = d.read_int(); break;
       case 4: got = d.read_int64(); break;
       default: got = d.decode_symbol(m); break;
@@ -231,13 +232,14 @@ TEST(laz_arith, reading_past_the_end_gives_zeros_and_counts_the_overrun)
   d.init(bytes, sizeof bytes);
   EXPECT_EQ(d.position(), 3U);
   EXPECT_EQ(d.overrun(), 1U);
-  bit_model b;
+  codec::bit_model b{};
+  codec::reset(b);
   symbol_model s(300);
   integer_decompressor ic(32, 4);
   ic.init();
   // Whatever comes out, it must stay inside the models' ranges and terminate.
   for (int i = 0; i < 10000; ++i) {
-    EXPECT_LE(d.decode_bit(b), 1U);
+    EXPECT_LE(d.state().decode_bit(b), 1U);
     EXPECT_LT(d.decode_symbol(s), 300U);
     (void)ic.decompress(d, i, static_cast<std::uint32_t>(i));  // contexts past 3 are clamped
     EXPECT_LE(d.read_bits(7), 127U);

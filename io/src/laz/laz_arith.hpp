@@ -27,17 +27,6 @@ struct decode_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// Adaptive model of one binary decision.
-class bit_model {
- public:
-  bit_model() { reset(); }
-  void reset() { codec::reset(m_); }
-
- private:
-  friend class arithmetic_decoder;
-  codec::bit_model m_{};
-};
-
 /// Adaptive model of an alphabet of 2..2048 symbols, its tables in storage of its own.
 class symbol_model {
  public:
@@ -80,13 +69,10 @@ class arithmetic_decoder {
     d_.init(data, size);
   }
 
-  std::uint32_t decode_bit(bit_model& m) { return d_.decode_bit(m.m_); }
   std::uint32_t decode_symbol(symbol_model& m) { return d_.decode_symbol(m.m_); }
 
   /// 1..32 raw bits.
   std::uint32_t read_bits(std::uint32_t bits) { return d_.read_bits(bits); }
-  std::uint32_t read_byte() { return d_.read_raw(8); }
-  std::uint32_t read_short() { return d_.read_raw(16); }
   std::uint32_t read_int() { return d_.read_int(); }
   std::uint64_t read_int64() { return d_.read_int64(); }
 
@@ -96,6 +82,7 @@ class arithmetic_decoder {
   /// Bytes requested past the end of the buffer (read as zeros).
   std::size_t overrun() const { return d_.overrun; }
 
+  /// The coder itself, for the codec's functions (core/laz) and bit models.
   coder& state() { return d_; }
 
  private:
@@ -149,7 +136,7 @@ class item_models {
   // A decoder is made per file part, and point10's byte-keyed models alone are 1.2 MB: the arena
   // comes from the thread's last decoders (pool()) or new and uninitialised, so its pages are
   // touched once, and only those of the models in use (a model's words are written when it is
-  // first reset). Zeroing a new arena per part cost 6 % of decoding a 73,000-point file.
+  // first reset; docs/benchmarks.md, "One LAZ codec for the CPU and the GPU").
   item_models() : arena_(take()) { lay_out(); }
   item_models(item_models const&) = delete;
   item_models& operator=(item_models const&) = delete;
@@ -201,11 +188,6 @@ class item_models {
   std::unique_ptr<std::uint16_t[]> arena_;
   Models models_{};
   std::uint32_t stamp_ = 0;
-};
-
-/// The running median of five of the X/Y predictors, reset when made.
-struct median_of_five : codec::median5 {
-  median_of_five() { reset(); }
 };
 
 }  // namespace heightgrid::io::laz

@@ -26,8 +26,9 @@ inline constexpr std::uint32_t overrun_tolerance = 4;
 inline constexpr std::uint32_t overrun_check_interval = 1024;
 
 /// The layers' coder: counts loaded and stored, small models bisected. Four lanes of a warp issue
-/// in turn here, so instructions, not latency, bound it: the pointwise kernel's reduction and wide
-/// search cost about 15 % each, 22 % together (docs/benchmarks.md, "LAZ on the device").
+/// in turn here, so instructions, not latency, bound it, and the pointwise kernel's reduction and
+/// wide search cost more than they save (docs/benchmarks-history.md, "LAZ on the device before one
+/// codec for CPU and GPU").
 using point14_decoder = basic_range_decoder<false, false>;
 
 // ------------------------------------------------------------------------------------------

@@ -183,10 +183,9 @@ HG_LAZ_HD inline void rebuild_fresh(symbol_model& m)
 }
 
 #if !defined(__CUDA_ARCH__)
-/// On the CPU a fresh model of n symbols is copied from one the thread built once: rebuilding
-/// (update() over every symbol) was two thirds of the decoder's model work on chunks whose scanner
-/// channels alternate (each channel's start resets the models it uses; callgrind, laspy-written
-/// PDRF 7 with four channels).
+/// On the CPU a fresh model of n symbols is copied from one the thread built once instead of being
+/// rebuilt (update() over every symbol): each scanner channel's start in a chunk resets the models
+/// it uses (docs/benchmarks.md, "One LAZ codec for the CPU and the GPU").
 inline void copy_fresh(symbol_model& m)
 {
   thread_local std::vector<std::vector<std::uint16_t>> fresh_by_symbols;

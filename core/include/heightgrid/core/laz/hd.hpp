@@ -4,9 +4,9 @@
 
 // HG_LAZ_HD_INLINE and HG_LAZ_HD_HOT: the hot path, a chain of these calls per field (HOT: left to
 // nvcc on the device, as the kernels were tuned). HG_LAZ_HD_COLD: what runs once in many symbols
-// (a model's update). On the CPU, GCC left the symbol decoder, decompress_integer and the item
-// decoders out of line and inlined the update: 12-15 % more instructions a point (callgrind) than
-// the other way round.
+// (a model's update). HG_LAZ_HD_CALL: inlined on the device, one out-of-line function on the CPU
+// (the integer decompressor). On the CPU these are chosen rather than left to GCC, whose own choice
+// costs more instructions a point (docs/benchmarks.md, "One LAZ codec for the CPU and the GPU").
 #if defined(__CUDACC__)
 #define HG_LAZ_HD __host__ __device__
 #define HG_LAZ_HD_INLINE __host__ __device__ __forceinline__
