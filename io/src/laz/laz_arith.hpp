@@ -145,7 +145,8 @@ class item_models {
   item_models& operator=(item_models&&) noexcept = default;
   ~item_models()
   {
-    if (arena_ != nullptr && pool().size() < pool_limit) { pool().push_back(std::move(arena_)); }
+    auto* const arenas = pool();
+    if (arena_ != nullptr && arenas != nullptr && arenas->size() < pool_limit) { arenas->push_back(std::move(arena_)); }
   }
 
   /// The stamp of a new chunk: every model is fresh at its first use under it.
@@ -161,17 +162,26 @@ class item_models {
 
  private:
   static constexpr std::size_t pool_limit = 4;  ///< arenas a thread keeps (a part's decoders)
-  static std::vector<std::unique_ptr<std::uint16_t[]>>& pool()
+  /// The thread's arenas; nullptr once the thread's exit has destroyed them (a decoder kept in a
+  /// thread_local made before the pool is destroyed after it, and must not put its arena back).
+  static std::vector<std::unique_ptr<std::uint16_t[]>>* pool()
   {
-    thread_local std::vector<std::unique_ptr<std::uint16_t[]>> arenas;
-    return arenas;
+    thread_local bool gone = false;  // trivially destructible: still readable after the pool is gone
+    if (gone) { return nullptr; }
+    struct arenas {
+      std::vector<std::unique_ptr<std::uint16_t[]>> held;
+      bool* gone;
+      ~arenas() { *gone = true; }
+    };
+    thread_local arenas pool{{}, &gone};
+    return &pool.held;
   }
   static std::unique_ptr<std::uint16_t[]> take()
   {
-    auto& arenas = pool();
-    if (arenas.empty()) { return std::unique_ptr<std::uint16_t[]>(new std::uint16_t[words()]); }
-    std::unique_ptr<std::uint16_t[]> arena = std::move(arenas.back());
-    arenas.pop_back();
+    auto* const arenas = pool();
+    if (arenas == nullptr || arenas->empty()) { return std::unique_ptr<std::uint16_t[]>(new std::uint16_t[words()]); }
+    std::unique_ptr<std::uint16_t[]> arena = std::move(arenas->back());
+    arenas->pop_back();
     return arena;
   }
   static std::size_t words()
