@@ -149,15 +149,16 @@ class item_models {
     if (arena_ != nullptr && arenas != nullptr && arenas->size() < pool_limit) { arenas->push_back(std::move(arena_)); }
   }
 
-  /// The stamp of a new chunk: every model is fresh at its first use under it.
-  std::uint32_t next_chunk()
+  /// Starts a chunk (or a scanner channel in it): every model is fresh at its first use under the
+  /// new stamp().
+  void next_chunk()
   {
     if (++stamp_ == 0) {  // 0 marks a model never used: after 2^32 - 1 chunks, all unused again
       lay_out();
       stamp_ = 1;
     }
-    return stamp_;
   }
+  [[nodiscard]] std::uint32_t stamp() const { return stamp_; }
   Models& get() { return models_; }
 
  private:

@@ -127,9 +127,8 @@ struct point14_channel {
   bool last_gps_changed = false;
 
   // The channel/returns/XY, Z, classification and flags layers' models (core/laz/
-  // point14_items.hpp, the GPU decoder's too), fresh under `stamp` from the channel's start.
+  // point14_items.hpp, the GPU decoder's too), fresh under models.stamp() from the channel's start.
   item_models<codec::point14_models> models;
-  std::uint32_t stamp = 0;
   std::array<codec::median5, 12> dx_median, dy_median;  // by predictor << 1 | GPS changed
   std::array<std::int32_t, 8> last_z{};                 // by the level |n - r|
 
@@ -216,9 +215,9 @@ class point14_decoder {
       unsigned const changed = xy.state().decode_symbol(codec::use(
           ch->models.get().changed[codec::point14_changed_context(ch->last.return_number, ch->last.number_of_returns,
                                                                   ch->last_gps_changed)],
-          ch->stamp));
+          ch->models.stamp()));
       if (changed & changed_channel) {
-        unsigned const step = xy.state().decode_symbol(codec::use(ch->models.get().channel_step, ch->stamp));
+        unsigned const step = xy.state().decode_symbol(codec::use(ch->models.get().channel_step, ch->models.stamp()));
         unsigned const next = (current_ + step + 1) & 3u;
         if (!active_[next]) activate(next, ch->last);
         current_ = next;
@@ -227,26 +226,27 @@ class point14_decoder {
       }
       point14_fields& p = ch->last;
       codec::point14_models& md = ch->models.get();
+      std::uint32_t const stamp = ch->models.stamp();
       unsigned const gps_changed = (changed & changed_gps_time) ? 1u : 0u;
 
       unsigned n = p.number_of_returns;
       unsigned r = p.return_number;
-      codec::decode_point14_returns(xy.state(), md, ch->stamp, changed, n, r);
+      codec::decode_point14_returns(xy.state(), md, stamp, changed, n, r);
       p.number_of_returns = static_cast<std::uint8_t>(n);
       p.return_number = static_cast<std::uint8_t>(r);
       // first return (1) | last return (2)
       unsigned const first_last = (r == 1 ? 1u : 0u) | (r >= n ? 2u : 0u);
 
       unsigned k = 0;
-      codec::decode_point14_xy(xy.state(), md, ch->stamp, laz_xy_predictor, ch->dx_median.data(), ch->dy_median.data(),
+      codec::decode_point14_xy(xy.state(), md, stamp, laz_xy_predictor, ch->dx_median.data(), ch->dy_median.data(),
                                changed, n, r, p.x, p.y, k);
-      if (live_z) { p.z = codec::decode_point14_z(dec_[layer_z].state(), md, ch->stamp, ch->last_z.data(), n, r, k); }
+      if (live_z) { p.z = codec::decode_point14_z(dec_[layer_z].state(), md, stamp, ch->last_z.data(), n, r, k); }
       if (live_classification) {
         p.classification = static_cast<std::uint8_t>(
-            codec::decode_point14_classification(dec_[layer_classification].state(), md, ch->stamp, p.classification, n, r));
+            codec::decode_point14_classification(dec_[layer_classification].state(), md, stamp, p.classification, n, r));
       }
       if (live_flags) {
-        p.flags = static_cast<std::uint8_t>(codec::decode_point14_flags(dec_[layer_flags].state(), md, ch->stamp, p.flags));
+        p.flags = static_cast<std::uint8_t>(codec::decode_point14_flags(dec_[layer_flags].state(), md, stamp, p.flags));
       }
       if (live_intensity) {
         unsigned const ctx = (first_last << 1) | gps_changed;
@@ -297,7 +297,7 @@ class point14_decoder {
     ch.last = from;
     ch.last_gps_changed = false;
 
-    ch.stamp = ch.models.next_chunk();
+    ch.models.next_chunk();
     for (auto& m : ch.dx_median) { m.reset(); }
     for (auto& m : ch.dy_median) { m.reset(); }
     if (live_[layer_z]) { ch.last_z.fill(from.z); }

@@ -45,19 +45,18 @@ class rgb12_v2 {
  public:
   void init(std::uint8_t const* raw)
   {
-    stamp_ = models_.next_chunk();
+    models_.next_chunk();
     state_.init(raw);
   }
   void decode(arithmetic_decoder& dec, std::uint8_t* out)
   {
-    state_.decode(dec.state(), models_.get(), stamp_);
+    state_.decode(dec.state(), models_.get(), models_.stamp());
     for (unsigned c = 0; c < 3; ++c) { codec::store_u16(out + 2 * c, state_.last[c]); }
   }
 
  private:
   codec::rgb12_v2_state state_{};
   item_models<codec::rgb12_v2_models> models_;
-  std::uint32_t stamp_ = 0;
 };
 
 // ---- extra bytes --------------------------------------------------------------------------

@@ -86,13 +86,13 @@ class point10_v2 {
  public:
   void init(std::uint8_t const* raw)
   {
-    stamp_ = models_.next_chunk();
+    models_.next_chunk();
     state_.init(last_, raw);
   }
 
   void decode(arithmetic_decoder& dec, std::uint8_t* out)
   {
-    state_.decode(dec.state(), models_.get(), stamp_, laz_point10_context, last_);
+    state_.decode(dec.state(), models_.get(), models_.stamp(), laz_point10_context, last_);
     last_.store(out);  // any alignment on the host (a memcpy)
   }
 
@@ -100,7 +100,6 @@ class point10_v2 {
   codec::point10 last_{};
   codec::point10_v2_state state_{};
   item_models<codec::point10_v2_models> models_;
-  std::uint32_t stamp_ = 0;
 };
 
 // ---- gpstime11 ----------------------------------------------------------------------------
@@ -183,7 +182,7 @@ class gpstime11_v2 {
  public:
   void init(std::uint8_t const* raw)
   {
-    stamp_ = models_.next_chunk();
+    models_.next_chunk();
     state_.init(raw);
   }
 
@@ -191,7 +190,7 @@ class gpstime11_v2 {
   {
     // A valid stream switches sequence at most once per point (the encoder switches only to a
     // sequence that codes the point); the bound keeps corrupt data from looping.
-    if (!state_.decode(dec.state(), models_.get(), stamp_)) {
+    if (!state_.decode(dec.state(), models_.get(), models_.stamp())) {
       throw decode_error("gpstime11: more than 4 time sequence switches for one point");
     }
     codec::store_u64(out, state_.times[state_.current]);
@@ -200,7 +199,6 @@ class gpstime11_v2 {
  private:
   codec::gpstime11_v2_state state_{};
   item_models<codec::gpstime11_v2_models> models_;
-  std::uint32_t stamp_ = 0;
 };
 
 }  // namespace

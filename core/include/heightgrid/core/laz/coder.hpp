@@ -18,12 +18,10 @@
 
 #include "heightgrid/core/laz/hd.hpp"
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#if !defined(__CUDA_ARCH__)
-#include <algorithm>
 #include <vector>
-#endif
 
 namespace heightgrid::detail::laz {
 
