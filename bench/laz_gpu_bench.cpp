@@ -4,10 +4,12 @@
 // must share its record format). All chunks of all files given go to the device in one decode() (a
 // directory of tiles is one batch), after their compressed bytes were read into page-locked memory.
 //
-//   laz_gpu_bench [--threads N] [--mapping thread|layers] [--reps R] [--copies C] [--check] FILE.laz...
+//   laz_gpu_bench [--threads N] [--mapping thread|layers] [--reps R] [--copies C [--distinct]] [--check] FILE.laz...
 //
 // --copies C decodes every chunk C times in the call (the same compressed bytes, C times the
-// records): small files fill the device that way. --check decodes every chunk on the CPU too (all
+// records): small files fill the device that way. --distinct gives each copy compressed bytes of
+// its own on the device (C times the bytes uploaded), as a directory of C copies of the files has:
+// the decoder then reads its input from device memory instead of the L2. --check decodes every chunk on the CPU too (all
 // cores) and compares each record's bytes the GPU writes (18 layered, 20 pointwise); exit 1 on a
 // difference. Prints the read, upload, decode and download times (CUDA events), the wall of each
 // decode() call and the kernel's M points/s; the median over --reps after one warm-up.
@@ -96,6 +98,7 @@ int run(int argc, char** argv)
   laz_gpu_mapping mapping = laz_gpu_mapping::layer_per_lane;
   int reps = 3;
   bool check = false;
+  bool distinct = false;
   std::size_t copies = 1;
   std::vector<std::string> paths;
   for (int i = 1; i < argc; ++i) {
@@ -110,12 +113,14 @@ int run(int argc, char** argv)
       copies = std::max<std::size_t>(std::strtoull(argv[++i], nullptr, 10), 1);
     } else if (a == "--check") {
       check = true;
+    } else if (a == "--distinct") {
+      distinct = true;
     } else {
       paths.push_back(a);
     }
   }
   if (paths.empty()) {
-    std::fprintf(stderr, "usage: laz_gpu_bench [--threads N] [--mapping thread|layers] [--reps R] [--copies C] [--check] FILE.laz...\n");
+    std::fprintf(stderr, "usage: laz_gpu_bench [--threads N] [--mapping thread|layers] [--reps R] [--copies C [--distinct]] [--check] FILE.laz...\n");
     return 2;
   }
 
@@ -155,14 +160,17 @@ int run(int argc, char** argv)
   double const open_s = seconds_since(t_open);
   std::size_t const file_chunks = chunks.size();
   std::uint64_t const file_points = points;
-  // The copies decode the same compressed bytes into records of their own.
+  // The copies decode the same compressed bytes (or, --distinct, copies of them) into records of their own.
+  std::uint64_t const file_bytes = compressed_bytes;
   for (std::size_t k = 1; k < copies; ++k) {
     for (std::size_t c = 0; c < file_chunks; ++c) {
       laz_gpu_chunk copy = chunks[c];
       copy.first_record += k * file_points;
+      if (distinct) { copy.source += k * file_bytes; }
       chunks.push_back(copy);
     }
   }
+  if (distinct) { compressed_bytes = file_bytes * copies; }
   points = file_points * copies;
   std::size_t const stride = laz_gpu_record_bytes_of(format.layout);
   bool const pointwise = format.layout == laz_gpu_layout::pointwise_point10;
@@ -191,6 +199,9 @@ int run(int argc, char** argv)
       });
     }
     for (auto& t : pool) { t.join(); }
+    if (distinct) {
+      for (std::size_t k = 1; k < copies; ++k) { std::memcpy(compressed + k * file_bytes, compressed, file_bytes); }
+    }
     double const rs = seconds_since(t_read);
     laz_gpu_times times;
     auto const t0 = std::chrono::steady_clock::now();
@@ -210,9 +221,9 @@ int run(int argc, char** argv)
   }
   std::size_t bad = 0;
   for (auto s : status) { bad += s != laz_gpu_status::ok ? 1 : 0; }
-  std::printf("files %zu  chunks %zu (%zu copies)  points %llu  compressed %.1f MB  open %.3f s  layout %s  "
+  std::printf("files %zu  chunks %zu (%zu copies%s)  points %llu  compressed %.1f MB  open %.3f s  layout %s  "
               "chunks at once %zu, mapping %s\n",
-              files.size(), chunks.size(), copies, static_cast<unsigned long long>(points), compressed_bytes / 1e6,
+              files.size(), chunks.size(), copies, distinct ? ", distinct bytes" : "", static_cast<unsigned long long>(points), compressed_bytes / 1e6,
               open_s, pointwise ? "pointwise" : "layered", decoder.threads(),
               pointwise ? "one lane a chunk" : mapping == laz_gpu_mapping::chunk_per_thread ? "thread" : "layers");
   std::printf("read %.3f s  upload %.1f ms  decode %.1f ms  download %.1f ms  reserve+upload+decode+download wall %.3f s  = %.1f M points/s "
