@@ -185,7 +185,7 @@ laz_gpu_decoder::laz_gpu_decoder(std::size_t threads, laz_gpu_mapping mapping)
   s.arena_u16 = lay_out_point14_channel(nullptr, nullptr);
   if (threads == 0) {
     // As many chunks as the multiprocessors hold blocks of the kernel at once (its registers
-    // decide: 72 a lane, 28 blocks a multiprocessor on sm_90): a chunk's decode is one long chain
+    // decide: 64 a lane, 32 blocks a multiprocessor on sm_90): a chunk's decode is one long chain
     // of dependent instructions, so more chunks in flight hide more of its latency (16, 24 and 28
     // a multiprocessor measured in docs/benchmarks.md, "LAZ on the device"). At most a quarter of the free
     // memory goes to their models.

@@ -2,17 +2,23 @@
 // Qualifiers of the LAZ codec's building blocks, which compile as host code under g++/clang++
 // (the host tests run the codec on machines without a GPU) and as host + device code under nvcc.
 
-// HG_LAZ_HD_INLINE and HG_LAZ_HD_HOT: the hot path, a chain of these calls per field (HOT: left to
-// nvcc on the device, as the kernels were tuned). HG_LAZ_HD_COLD: what runs once in many symbols
-// (a model's update). HG_LAZ_HD_CALL: inlined on the device, one out-of-line function on the CPU
-// (the integer decompressor). On the CPU these are chosen rather than left to GCC, whose own choice
-// costs more instructions a point (docs/benchmarks.md, "One LAZ codec for the CPU and the GPU").
+// HG_LAZ_HD_INLINE: small helpers, inlined everywhere. HG_LAZ_HD_HOT: the hot path, a chain of
+// these calls per field (the symbol and bit decoders). HG_LAZ_HD_COLD: what runs once in many
+// symbols (a model's update). HG_LAZ_HD_CALL: the integer decompressor.
+// On the device HOT, COLD and CALL are each one out-of-line function: inlined at every call site
+// they made the layered kernel 224 KB of machine code and the pointwise one 769 KB, far more than
+// a multiprocessor's instruction cache, and once the warps of a multiprocessor were at different
+// points of their chunks 43 % of their stalls were instruction fetches (ncu). Out of line: 60 KB
+// and 78 KB, the 10^9-point layered job's kernel 368 -> 420 M points/s, the pointwise kernel
+// 83 -> 149 M points/s on PDRF 3 (docs/benchmarks.md, "The LAZ kernels' machine code").
+// On the CPU these are chosen rather than left to GCC, whose own choice costs more instructions a
+// point (docs/benchmarks.md, "One LAZ codec for the CPU and the GPU").
 #if defined(__CUDACC__)
 #define HG_LAZ_HD __host__ __device__
 #define HG_LAZ_HD_INLINE __host__ __device__ __forceinline__
-#define HG_LAZ_HD_HOT __host__ __device__
-#define HG_LAZ_HD_COLD __host__ __device__
-#define HG_LAZ_HD_CALL __host__ __device__ __forceinline__
+#define HG_LAZ_HD_HOT __host__ __device__ __noinline__
+#define HG_LAZ_HD_COLD __host__ __device__ __noinline__
+#define HG_LAZ_HD_CALL __host__ __device__ __noinline__
 #elif defined(__GNUC__)
 #define HG_LAZ_HD
 #define HG_LAZ_HD_INLINE inline __attribute__((always_inline))
