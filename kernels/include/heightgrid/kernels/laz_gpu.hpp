@@ -101,9 +101,10 @@ class laz_gpu_decoder {
  public:
   /// `chunks_at_once`: chunks decoded at once at most (each holds ~1 MiB of models on the device,
   /// made when a decode() first needs them); 0 picks as many as the device holds blocks of the
-  /// decoder at once (28 a multiprocessor on an H100 or H200), within a quarter of its free memory. Throws
-  /// error_kind::device without a usable GPU, error_kind::resource when the device memory does
-  /// not suffice. Its destructor hands the device memory it freed back to the driver.
+  /// decoder at once (32 a multiprocessor on an H100 or H200: 64 registers a lane), within a
+  /// quarter of its free memory. Throws error_kind::device without a usable GPU,
+  /// error_kind::resource when the device memory does not suffice. Its destructor hands the device
+  /// memory it freed back to the driver.
   explicit laz_gpu_decoder(std::size_t chunks_at_once = 0,
                            laz_gpu_mapping mapping = laz_gpu_mapping::layer_per_lane);
   laz_gpu_decoder(laz_gpu_decoder const&) = delete;
