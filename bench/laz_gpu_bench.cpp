@@ -9,9 +9,9 @@
 // --copies C decodes every chunk C times in the call (the same compressed bytes, C times the
 // records): small files fill the device that way. --distinct gives each copy compressed bytes of
 // its own on the device (C times the bytes uploaded), as a directory of C copies of the files has:
-// the decoder then reads its input from device memory instead of the L2. --check decodes every chunk on the CPU too (all
-// cores) and compares each record's bytes the GPU writes (18 layered, 20 pointwise); exit 1 on a
-// difference. Prints the read, upload, decode and download times (CUDA events), the wall of each
+// the decoder then reads its input from device memory instead of the L2. --check decodes every
+// chunk on the CPU too (all cores) and compares each record's bytes the GPU writes (18 layered, 20
+// pointwise); exit 1 on a difference. Prints the read, upload, decode and download times (CUDA events), the wall of each
 // decode() call and the kernel's M points/s; the median over --reps after one warm-up.
 
 #include "heightgrid/core/error.hpp"
@@ -223,7 +223,8 @@ int run(int argc, char** argv)
   for (auto s : status) { bad += s != laz_gpu_status::ok ? 1 : 0; }
   std::printf("files %zu  chunks %zu (%zu copies%s)  points %llu  compressed %.1f MB  open %.3f s  layout %s  "
               "chunks at once %zu, mapping %s\n",
-              files.size(), chunks.size(), copies, distinct ? ", distinct bytes" : "", static_cast<unsigned long long>(points), compressed_bytes / 1e6,
+              files.size(), chunks.size(), copies, distinct ? ", distinct bytes" : "",
+              static_cast<unsigned long long>(points), compressed_bytes / 1e6,
               open_s, pointwise ? "pointwise" : "layered", decoder.threads(),
               pointwise ? "one lane a chunk" : mapping == laz_gpu_mapping::chunk_per_thread ? "thread" : "layers");
   std::printf("read %.3f s  upload %.1f ms  decode %.1f ms  download %.1f ms  reserve+upload+decode+download wall %.3f s  = %.1f M points/s "

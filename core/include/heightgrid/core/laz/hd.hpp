@@ -6,11 +6,9 @@
 // these calls per field (the symbol and bit decoders). HG_LAZ_HD_COLD: what runs once in many
 // symbols (a model's update). HG_LAZ_HD_CALL: the integer decompressor.
 // On the device HOT, COLD and CALL are each one out-of-line function: inlined at every call site
-// they made the layered kernel 224 KB of machine code and the pointwise one 769 KB, far more than
-// a multiprocessor's instruction cache, and once the warps of a multiprocessor were at different
-// points of their chunks 43 % of their stalls were instruction fetches (ncu). Out of line: 60 KB
-// and 78 KB, the 10^9-point layered job's kernel 368 -> 420 M points/s, the pointwise kernel
-// 83 -> 149 M points/s on PDRF 3 (docs/benchmarks.md, "The LAZ kernels' machine code").
+// they made both kernels far larger than a multiprocessor's instruction cache, and warps at
+// different points of their chunks then waited for instruction fetches (docs/benchmarks.md, "The
+// LAZ kernels' machine code": the sizes, the stalls and the variants measured).
 // On the CPU these are chosen rather than left to GCC, whose own choice costs more instructions a
 // point (docs/benchmarks.md, "One LAZ codec for the CPU and the GPU").
 #if defined(__CUDACC__)
