@@ -409,8 +409,10 @@ int run_grid(grid_options const& given)
 
   // --- inputs (headers)
   stopwatch const opening;
+  trace_moment("opening the inputs");
   auto opened = open_sources(o.in, paths, xres == yres ? std::optional<double>(xres) : std::nullopt, job.threads);
   double const open_s = opening.seconds();
+  trace_moment("inputs opened");
   std::string first_crs;
   std::string first_crs_path;
   double input_bytes = 0.0;
@@ -443,6 +445,7 @@ int run_grid(grid_options const& given)
   double const before_job_s = total.seconds();
   auto const r = run_grid_job(opened.sources, job, output, std::move(gpu));
   double const job_s = total.seconds() - before_job_s;
+  trace_moment("the job ended (output written)");
   for (auto const& w : r.warnings) { spdlog::warn("{}", printable(w)); }
   if (auto const off = r.read.filtered.off_ground; off > 0) {
     auto const read = r.read.filtered.points_in;

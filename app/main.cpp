@@ -4,6 +4,7 @@
 #include "cli.hpp"
 
 #include "pipeline/gpu_stage.hpp"
+#include "report.hpp"
 
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/core/quote.hpp"
@@ -73,6 +74,7 @@ int main(int argc, char** argv)
 {
   install_signal_handlers();
   int const code = run(argc, argv);
+  heightgrid::app::trace_moment("exit");
   // A GPU that was still starting when the job ended (a small job does not wait for it): CUDA's
   // teardown at exit would race with the context being created, so end here, output complete. A GPU
   // that started: its teardown costs a tenth of a second the driver does anyway at process end.

@@ -1,12 +1,28 @@
 #include "report.hpp"
 
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 
 namespace heightgrid::app {
+namespace {
+
+std::chrono::steady_clock::time_point const program_start = std::chrono::steady_clock::now();
+
+}  // namespace
+
+void trace_moment(char const* what)
+{
+  if (!spdlog::should_log(spdlog::level::trace)) { return; }
+  // One fprintf (stdio locks the stream for it): the default logger is single-threaded, and the
+  // moments come from the job's threads.
+  std::fprintf(stderr, "heightgrid: trace: at %.3f s: %s\n",
+               std::chrono::duration<double>(std::chrono::steady_clock::now() - program_start).count(), what);
+}
 
 std::string with_commas(std::uint64_t n)
 {

@@ -27,6 +27,11 @@ class stopwatch {
   std::chrono::steady_clock::time_point start_;
 };
 
+/// -vv (trace level): "at 1.234 s: WHAT", seconds since the program's start (its static
+/// initialization), so that the stages of a job, which run on several threads, can be laid on one
+/// time line: what waits for what (docs/benchmarks.md uses it). Thread-safe; nothing below -vv.
+void trace_moment(char const* what);
+
 /// GDAL-style progress on stderr ("0...10...20...30...40...50...60...70...80...90...100 - done.").
 class progress_bar {
  public:

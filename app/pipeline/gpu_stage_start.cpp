@@ -96,6 +96,7 @@ void gpu_stage::shared::start(std::shared_ptr<shared> s)
     s->facts = gpu_stage::device_facts{info.name, info.free_mem};
     s->started = true;
     cuda_started.store(true);
+    trace_moment("the grid's CUDA is up");
   } catch (std::exception const& e) {
     s->settle(state::failed, e.what());
     return;
@@ -120,6 +121,7 @@ void gpu_stage::shared::start(std::shared_ptr<shared> s)
       std::lock_guard<std::mutex> lock(s->mutex);
       s->binner = std::move(binner);
     }
+    trace_moment("the grid's binner is ready");
     s->settle(state::ready);
   } catch (std::exception const& e) {
     s->memory_failure = dynamic_cast<device_memory_error const*>(&e) != nullptr;

@@ -249,6 +249,7 @@ void grid_job::close_laz_stage()
   auto const t = clock_type::now();
   laz_stage_.reset();
   report_.laz_gpu_stats.close_s = seconds_since(t);
+  trace_moment("LAZ stage: closed");
 }
 
 std::uint64_t grid_job::host_budget() const

@@ -127,7 +127,9 @@ bool grid_job::bin_and_write()
       report_.grid = out_grid;
       output_.begin(out_grid, max_count_bound(todo.empty() ? 1 : 2, band));
     }
+    trace_moment("finalizing and writing a band");
     finalize_band(band, out_grid);
+    trace_moment("the band is written");
   }
   check_counts();
   confirm_gpu();
@@ -205,7 +207,9 @@ void grid_job::bin_band(grid_band const& band, bool first_band)
   // The GPU decoder's records: binned on the device, or down to the readers.
   bool const fold = fold_laz(band);
   if (laz_stage_ != nullptr) { laz_stage_->deliver_to(fold ? gpu_.get() : nullptr); }
+  trace_moment("a pass begins");
   last_read_ = read_parts(all_, rules_, {threads_, sums_}, sink, &counter);
+  trace_moment("the pass's readers are done");
   ++report_.passes;
   bool const folded = fold && laz_stage_->report().folded_chunks > 0;
   close_laz_stage();

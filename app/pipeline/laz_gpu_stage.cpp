@@ -37,7 +37,10 @@ void laz_gpu_stage::impl::run()
     within_memory("the LAZ decoder's start", [&] {
       std::string reason;
       bool short_of_memory = false;
-      if (start_gpu(&reason, device, &short_of_memory)) { return; }
+      if (start_gpu(&reason, device, &short_of_memory)) {
+        trace_moment("LAZ stage: CUDA is up");
+        return;
+      }
       if (short_of_memory) { throw device_memory_error(reason); }
       throw error(error_kind::device, reason);
     });
@@ -47,7 +50,9 @@ void laz_gpu_stage::impl::run()
       within_memory("the LAZ decoder", [&] { decoder = std::make_unique<laz_gpu_decoder>(); });
     }
     std::size_t const n = std::min<std::size_t>(ring_slots, chunks.size());
+    trace_moment("LAZ stage: the decoder is made");
     while (slots.size() < n) { slots.push_back(decoder->pinned(ring_slot_bytes)); }
+    trace_moment("LAZ stage: its ring is page-locked");
   } catch (std::exception const& e) {
     fail_everything(e.what());
     return;
@@ -64,7 +69,9 @@ void laz_gpu_stage::impl::run()
     changed.wait(lock, [&] { return stop || decided; });
     if (stop) { return; }
   }
+  trace_moment("LAZ stage: the job said where the records go");
   bool const folding = can_fold();  // waits for the grid's start
+  trace_moment(folding ? "LAZ stage: the grid is ready, records binned on the device" : "LAZ stage: records go down");
   {
     std::lock_guard<std::mutex> lock(mutex);
     fold = folding;

@@ -291,16 +291,20 @@ void laz_gpu_stage::impl::fold_wave(std::size_t w_index, std::size_t& next_group
   auto const range = groups_of(w_index, next_group);  // (a structured binding cannot be captured in C++17)
   std::size_t const first_group = range.first;
   std::size_t const end_group = range.second;
+  trace_moment("LAZ stage: a wave planned");
   reserve_within_memory(w);  // the previous wave's folds are done
+  trace_moment("LAZ stage: the wave's device memory reserved");
   auto const t_read = clock_type::now();
   bool const read_ok = stream_groups(first_group, end_group);
   double const read_s = seconds_since(t_read);
+  trace_moment("LAZ stage: the wave uploaded");
   std::vector<laz_gpu_status> status;
   std::vector<std::size_t> decoded;
   laz_gpu_times times;
   auto const t_decode = clock_type::now();
   if (read_ok) { status = decode_pending(w, decoded, times); }
   double const decode_s = seconds_since(t_decode);
+  trace_moment("LAZ stage: the wave decoded");
   // Runs of consecutive decoded chunks of one file (their records lie back to back).
   std::vector<device_record_run> runs;
   std::uint64_t points = 0, folded = 0;
@@ -326,6 +330,7 @@ void laz_gpu_stage::impl::fold_wave(std::size_t w_index, std::size_t& next_group
     target->wait_folds();
   }
   double const fold_s = seconds_since(t_fold);
+  trace_moment("LAZ stage: the wave binned");
   std::lock_guard<std::mutex> lock(mutex);
   for (std::size_t i = w.first; i < w.end; ++i) {
     if (!read_ok) { chunks[i].state = chunk_state::failed; }

@@ -60,6 +60,35 @@ TEST_F(Cli, SampleXyzMatchesTheHandCheckedTable)
   for (auto const& e : fs::directory_iterator(dir_)) { EXPECT_EQ(e.path().filename(), "sample.tif"); }
 }
 
+TEST_F(Cli, TwoVerboseFlagsLayTheJobOnATimeLine)
+{
+  // -vv: the moments of the job's stages, in seconds since the program's start, in order; -v: none.
+  auto const tif = out("timeline.tif");
+  auto const args = "grid " + data("sample.xyz").string() + " -o " + tif.string() + " --res 1 --device cpu";
+  auto const r = run(args + " -vv");
+  ASSERT_EQ(r.code, 0) << r.output;
+  std::vector<std::string> moments;
+  std::vector<double> at;
+  std::istringstream lines(r.output);
+  for (std::string line; std::getline(lines, line);) {
+    std::string const prefix = "heightgrid: trace: at ";
+    if (line.rfind(prefix, 0) != 0) { continue; }
+    std::size_t const s = line.find(" s: ", prefix.size());
+    ASSERT_NE(s, std::string::npos) << line;
+    at.push_back(std::stod(line.substr(prefix.size(), s - prefix.size())));
+    moments.push_back(line.substr(s + 4));
+  }
+  std::vector<std::string> const want = {"opening the inputs", "inputs opened", "a pass begins",
+                                         "the pass's readers are done", "finalizing and writing a band",
+                                         "the band is written", "the job ended (output written)", "exit"};
+  EXPECT_EQ(moments, want) << r.output;
+  for (std::size_t i = 1; i < at.size(); ++i) { EXPECT_LE(at[i - 1], at[i]) << moments[i]; }
+  auto const quieter = run(args + " -v --overwrite");
+  ASSERT_EQ(quieter.code, 0) << quieter.output;
+  EXPECT_EQ(quieter.output.find("trace:"), std::string::npos) << quieter.output;
+  EXPECT_NE(quieter.output.find("debug:"), std::string::npos) << quieter.output;
+}
+
 TEST_F(Cli, CommaSeparatedCopyGivesTheSameRaster)
 {
   std::ifstream in(data("sample.xyz"));
