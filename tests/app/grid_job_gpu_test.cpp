@@ -44,6 +44,7 @@ TEST(GridJob, GpuRoutesEqualTheCpu)
   metric_request sums = extremes();
   sums.mean = sums.stddev = true;
   std::uint64_t shared_gpu_batches = 0;
+  std::uint64_t cooperative_gpu_batches = 0;
   for (auto const& r : {extremes(), sums}) {
     for (auto device : {device_choice::gpu, device_choice::automatic}) {
       for (std::size_t part : {std::size_t{1}, std::size_t{999}}) {
@@ -68,9 +69,12 @@ TEST(GridJob, GpuRoutesEqualTheCpu)
           EXPECT_EQ(report.route, "GPU");
           EXPECT_GT(report.gpu_batches, 0U);
         } else if (device == device_choice::gpu) {
-          // Cooperative: the GPU is up, so it takes every batch a ring slot is free for.
-          EXPECT_TRUE(report.route == "CPU + GPU" || report.route == "GPU") << report.route;
-          EXPECT_GT(report.gpu_batches, 0U);
+          // Cooperative: CUDA is up, but the binner is made once the job says what it bins, and
+          // the CPU bins meanwhile: on the 999-point parts (a few dozen batches) the CPU may
+          // finish first (seen on an H200 host in 3 of 8 runs), so the GPU's share is checked
+          // over both part sizes.
+          EXPECT_TRUE(report.route == "CPU + GPU" || report.route == "GPU" || report.route == "CPU") << report.route;
+          cooperative_gpu_batches += report.gpu_batches;
           shared_gpu_batches += report.gpu_batches;
         } else {
           // Shared: the GPU takes batches once its accumulators and ring are set up, which the CPU
@@ -83,6 +87,7 @@ TEST(GridJob, GpuRoutesEqualTheCpu)
     }
   }
   EXPECT_GT(shared_gpu_batches, 0U) << "the shared route never used the GPU";
+  EXPECT_GT(cooperative_gpu_batches, 0U) << "--device gpu never binned a batch on the GPU";
 }
 
 TEST(GridJob, ReadersReadAheadWhileTheGpuStarts)
