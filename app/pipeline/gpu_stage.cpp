@@ -67,6 +67,13 @@ void gpu_stage::configure(grid_band const& band, gpu_binner_options const& optio
   s_->changed.notify_all();
 }
 
+void gpu_stage::leave_ring_pageable()
+{
+  std::lock_guard<std::mutex> lock(s_->mutex);
+  HG_EXPECTS(!s_->configured, error_kind::internal, "gpu_stage::leave_ring_pageable after configure");
+  s_->ring_pageable = true;
+}
+
 bool gpu_stage::configured() const
 {
   std::lock_guard<std::mutex> lock(s_->mutex);

@@ -75,6 +75,7 @@ struct gpu_stage::shared {
   stage_detail::clock_type::time_point created{stage_detail::clock_type::now()};
   std::atomic<double> settled_after{0.0};
 
+  bool ring_pageable{false};  ///< leave_ring_pageable() (guarded by `mutex`)
   std::mutex submitting;
   bool reclaiming{false};  ///< a thread waits for the oldest upload in wait_for (guarded by `mutex`)
 

@@ -104,6 +104,7 @@ void gpu_stage::shared::start(std::shared_ptr<shared> s)
   s->changed.notify_all();
   grid_band band;
   gpu_binner_options options;
+  bool ring_pageable = false;
   {
     std::unique_lock<std::mutex> lock(s->mutex);
     if (!s->wait_configured(lock)) {
@@ -113,10 +114,11 @@ void gpu_stage::shared::start(std::shared_ptr<shared> s)
     }
     band = s->band;
     options = s->options;
+    ring_pageable = s->ring_pageable;
   }
   try {
     auto binner = make_binner(*s, band, options);
-    binner->register_host_memory(s->ring.get(), s->slots * s->slot_bytes);
+    if (!ring_pageable) { binner->register_host_memory(s->ring.get(), s->slots * s->slot_bytes); }
     {
       std::lock_guard<std::mutex> lock(s->mutex);
       s->binner = std::move(binner);

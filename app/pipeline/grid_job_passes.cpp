@@ -158,6 +158,8 @@ void grid_job::bin_band(grid_band const& band, bool first_band)
   }
   if (gpu_ != nullptr) {
     if (!gpu_->configured()) {
+      // Points the GPU decodes and bins where they are never come through the host's ring.
+      if (fold_laz(band)) { gpu_->leave_ring_pageable(); }
       gpu_->configure(band, binner_options(band));
     } else {
       // A later pass, or a stage that served an earlier job (tiles): the binner starts over.
