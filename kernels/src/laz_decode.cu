@@ -24,6 +24,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -137,6 +138,7 @@ struct laz_gpu_decoder::impl {
   device_buffer<laz_gpu_status> status;
   device_buffer<std::uint8_t> records;
   std::vector<void*> pinned;
+  std::vector<void*> adopted;  // registered, std::free'd
 
   ~impl()
   {
@@ -162,6 +164,11 @@ struct laz_gpu_decoder::impl {
       cudaGetLastError();
     }
     for (void* p : pinned) { cudaFreeHost(p); }
+    for (void* p : adopted) {
+      cudaHostUnregister(p);
+      std::free(p);
+    }
+    cudaGetLastError();
   }
 
   template <typename T>
@@ -254,6 +261,16 @@ std::uint8_t* laz_gpu_decoder::pinned(std::size_t bytes)
   HG_CUDA_TRY_ALLOC(cudaMallocHost(&p, std::max<std::size_t>(bytes, 1)), bytes, detail::memory_space::pinned_host);
   impl_->pinned.push_back(p);
   return static_cast<std::uint8_t*>(p);
+}
+
+std::uint8_t* laz_gpu_decoder::adopt_pinned(void* host, std::size_t bytes)
+{
+  HG_EXPECTS(host != nullptr && bytes > 0, error_kind::internal, "laz_gpu_decoder::adopt_pinned: no memory");
+  cudaError_t const status = cudaHostRegister(host, bytes, cudaHostRegisterPortable);
+  if (status != cudaSuccess) { std::free(host); }
+  HG_CUDA_TRY_ALLOC(status, bytes, detail::memory_space::pinned_host);
+  impl_->adopted.push_back(host);
+  return static_cast<std::uint8_t*>(host);
 }
 
 void laz_gpu_decoder::reserve(std::size_t compressed_bytes, std::size_t records)

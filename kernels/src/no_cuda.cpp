@@ -10,6 +10,7 @@
 #include "heightgrid/kernels/laz_gpu.hpp"
 #include "heightgrid/kernels/order_stats.hpp"
 
+#include <cstdlib>
 #include <string>
 
 namespace heightgrid {
@@ -173,6 +174,11 @@ laz_gpu_decoder::laz_gpu_decoder(std::size_t, laz_gpu_mapping) { unavailable("la
 laz_gpu_decoder::~laz_gpu_decoder() = default;
 std::size_t laz_gpu_decoder::threads() const noexcept { return 0; }
 std::uint8_t* laz_gpu_decoder::pinned(std::size_t) { unavailable("laz_gpu_decoder::pinned"); }
+std::uint8_t* laz_gpu_decoder::adopt_pinned(void* host, std::size_t)
+{
+  std::free(host);
+  unavailable("laz_gpu_decoder::adopt_pinned");
+}
 void laz_gpu_decoder::reserve(std::size_t, std::size_t) { unavailable("laz_gpu_decoder::reserve"); }
 std::size_t laz_gpu_decoder::free_device_bytes() const { unavailable("laz_gpu_decoder::free_device_bytes"); }
 void laz_gpu_decoder::upload(std::uint8_t const*, std::size_t, std::size_t) { unavailable("laz_gpu_decoder::upload"); }

@@ -117,6 +117,12 @@ class laz_gpu_decoder {
   /// Page-locked host memory (uploads and downloads at full speed); freed with the decoder.
   /// Throws error_kind::resource when it cannot be had.
   [[nodiscard]] std::uint8_t* pinned(std::size_t bytes);
+  /// Page-locks `bytes` of host memory at `host`, which the caller allocated with std::malloc or
+  /// std::aligned_alloc (and touched already, so that its page faults are not paid here, by the
+  /// one thread that pins: most of what pinning fresh memory costs) and hands over: the decoder
+  /// unregisters and frees it when destroyed, or at once if it cannot be page-locked (then throws
+  /// error_kind::resource).
+  [[nodiscard]] std::uint8_t* adopt_pinned(void* host, std::size_t bytes);
 
   /// Device memory for `compressed_bytes` of chunks and `records` decoded records of either layout
   /// (laz_gpu_max_record_bytes each; kept when it holds them already). Throws error_kind::resource
