@@ -217,9 +217,11 @@ void gpu_binner::fold_device_records(void const* records, std::uint32_t stride, 
              error_kind::internal,
              "gpu_binner::fold_device_records: records need the atomic reduction, no order statistics and a record "
              "filter");
-  // Runs cut into pieces of at most 2^16 records, a row of 256 blocks each: a launch's rows are
-  // then all about as long, however long a file's run is.
+  // Runs cut into pieces of at most 2^16 records, a row of 64 blocks each (four tiles a block, so
+  // that a warp adds its counts and statistics once for 128 records, not for 32): a launch's rows
+  // are then all about as long, however long a file's run is.
   constexpr std::uint64_t piece = std::uint64_t{1} << 16;
+  constexpr std::uint64_t tiles_per_block = 4;
   std::vector<detail::record_run> pieces;
   std::size_t top = 0;
   for (auto const& r : runs) {
@@ -240,7 +242,7 @@ void gpu_binner::fold_device_records(void const* records, std::uint32_t stride, 
   if (!s.fold_pending) { s.fold_start.record(s.compute); }
   detail::batch_records const rec{static_cast<std::uint8_t const*>(records), stride, extended, scaled_coords{}};
   constexpr unsigned max_rows = 65535;  // gridDim.y
-  auto const columns = static_cast<unsigned>(piece / detail::batch_policy::block_threads);
+  auto const columns = static_cast<unsigned>(piece / detail::batch_policy::block_threads / tiles_per_block);
   for (std::size_t first = 0; first < pieces.size(); first += max_rows) {
     dim3 const grid(columns, static_cast<unsigned>(std::min<std::size_t>(max_rows, pieces.size() - first)));
     if (stride <= detail::max_staged_record_length) {

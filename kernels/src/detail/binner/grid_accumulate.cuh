@@ -75,15 +75,17 @@ __device__ inline std::uint64_t band_key(grid_spec const& grid, std::uint64_t fi
   return local < band_cells ? local : band_cells;
 }
 
-/// One warp step of the atomic fold: every lane of the warp calls it (full mask) with its point's
-/// band-local key and ordered z, `valid` false for a lane without a point (past the batch, or
-/// filtered out). Lanes of one cell (__match_any_sync) combine their keys and the lowest of them
-/// does one atomicMax on lo, one on hi and one atomicAdd on count; lane 0 adds the warp's outside
-/// and binned points to the counters.
-__device__ inline void fold_atomic_warp(bool valid, std::uint64_t key, unsigned long long enc, std::uint64_t band_cells,
-                                        accumulator_view const& acc, batch_counters* __restrict__ counters,
-                                        unsigned int lane)
+/// One warp step of the atomic fold into the cells: every lane of the warp calls it (full mask)
+/// with its point's band-local key and ordered z, `valid` false for a lane without a point (past
+/// the batch, or filtered out). Lanes of one cell (__match_any_sync) combine their keys and the
+/// lowest of them does one atomicMax on lo, one on hi and one atomicAdd on count. Every lane gets
+/// the warp's points outside the grid and in the band added to `outside` and `binned` (the
+/// caller adds them to the batch counters: per step, or once a kernel's steps are done).
+__device__ inline void fold_atomic_warp_cells(bool valid, std::uint64_t key, unsigned long long enc,
+                                              std::uint64_t band_cells, accumulator_view const& acc,
+                                              unsigned long long& outside, unsigned long long& binned)
 {
+  unsigned int const lane = threadIdx.x % warp_size;
   // Keys fit in 32 bits (grids have fewer than 2^32 cells); band_cells and band_cells + 1 too.
   unsigned int const group = __match_any_sync(full_warp_mask, static_cast<unsigned int>(key));
   unsigned long long const lowest = group_min(group, enc);
@@ -94,12 +96,28 @@ __device__ inline void fold_atomic_warp(bool valid, std::uint64_t key, unsigned 
     atomicMax(reinterpret_cast<unsigned long long*>(&acc.hi_of(key)), highest);
     atomicAdd(acc.count + key, static_cast<std::uint32_t>(__popc(group)));
   }
-  unsigned int const outside = __ballot_sync(full_warp_mask, valid && key == band_cells + 1);
-  unsigned int const binned = __ballot_sync(full_warp_mask, valid && key < band_cells);
+  outside += static_cast<unsigned>(__popc(__ballot_sync(full_warp_mask, valid && key == band_cells + 1)));
+  binned += static_cast<unsigned>(__popc(__ballot_sync(full_warp_mask, valid && key < band_cells)));
+}
+
+/// Lane 0 adds a warp's `outside` and `binned` points (fold_atomic_warp_cells) to the counters.
+__device__ inline void add_warp_counters(unsigned long long outside, unsigned long long binned,
+                                         batch_counters* __restrict__ counters, unsigned int lane)
+{
   if (lane == 0) {
-    if (outside != 0) { atomicAdd(&counters->outside, static_cast<unsigned long long>(__popc(outside))); }
-    if (binned != 0) { atomicAdd(&counters->binned, static_cast<unsigned long long>(__popc(binned))); }
+    if (outside != 0) { atomicAdd(&counters->outside, outside); }
+    if (binned != 0) { atomicAdd(&counters->binned, binned); }
   }
+}
+
+/// One warp step of the atomic fold (fold_atomic_warp_cells), its counts added to the counters.
+__device__ inline void fold_atomic_warp(bool valid, std::uint64_t key, unsigned long long enc, std::uint64_t band_cells,
+                                        accumulator_view const& acc, batch_counters* __restrict__ counters,
+                                        unsigned int lane)
+{
+  unsigned long long outside = 0, binned = 0;
+  fold_atomic_warp_cells(valid, key, enc, band_cells, acc, outside, binned);
+  add_warp_counters(outside, binned, counters, lane);
 }
 
 /// Mapping: one thread per point, grid-stride in whole-warp steps (every lane runs every iteration).
@@ -200,6 +218,7 @@ static __global__ void __launch_bounds__(batch_policy::block_threads)
   }
   scaled_coords const& t = rec.transform;
   std::uint32_t non_finite = 0, by_class = 0, withheld = 0, by_return = 0, by_z = 0;
+  unsigned long long outside = 0, binned = 0;  // the warp's, added once its tiles are done
   std::int32_t lo0 = INT_MAX, lo1 = INT_MAX, lo2 = INT_MAX;
   std::int32_t hi0 = INT_MIN, hi1 = INT_MIN, hi2 = INT_MIN;
   constexpr std::uint64_t tile_records = batch_policy::block_threads;
@@ -263,9 +282,10 @@ static __global__ void __launch_bounds__(batch_policy::block_threads)
         case filter_verdict::by_z: ++by_z; break;
       }
     }
-    fold_atomic_warp(kept, key, enc, band_cells, acc, counters, lane);
+    fold_atomic_warp_cells(kept, key, enc, band_cells, acc, outside, binned);
     if constexpr (Staged) { __syncthreads(); }  // the tile is overwritten next
   }
+  add_warp_counters(outside, binned, counters, lane);
   for (int offset = warp_size / 2; offset > 0; offset /= 2) {
     non_finite += __shfl_down_sync(full_warp_mask, non_finite, offset);
     by_class += __shfl_down_sync(full_warp_mask, by_class, offset);
