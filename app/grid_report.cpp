@@ -28,8 +28,11 @@ void report_stages(grid_job_report const& r, double input_bytes, double open_s, 
   std::uint64_t const records = r.read.filtered.points_in;
   double const pass = std::max(r.bin_pass_s, 1e-9);
   double const workers = static_cast<double>(std::max(1u, r.threads));
-  // Shares of the binning passes' wall time: workers' reading, workers' CPU binning, waiting.
-  double const read_share = r.read_busy_s / (workers * pass);
+  // Shares of the binning passes' wall time: workers' reading (without their waits for the GPU's
+  // LAZ decoder, which are its time), workers' CPU binning, waiting.
+  double const laz_wait_s = r.laz_gpu ? std::min(r.laz_gpu_stats.readers_wait_s, r.read_busy_s) : 0.0;
+  double const read_own_s = r.read_busy_s - laz_wait_s;
+  double const read_share = read_own_s / (workers * pass);
   double const bin_share = r.cpu_bin_busy_s / (workers * pass);
   double const wait_share = r.wait_busy_s / (workers * pass);
   // The workers' time after reading a batch: binning it on the CPU, or on the GPU route handing it
@@ -38,13 +41,16 @@ void report_stages(grid_job_report const& r, double input_bytes, double open_s, 
                                 : r.cpu_batches == 0 ? "handing batches to the GPU (waiting for its start, uploads)"
                                                      : "binning on the CPU or handing batches to the GPU";
   spdlog::debug("read: {} records{} on {} threads in {} (passes: {} binning, {} bounds), workers {:.0f} % reading "
-                "({:.1f} M records/s/thread), {:.0f} % {}, {:.0f} % waiting",
+                "({:.1f} M records/s/thread){}, {:.0f} % {}, {:.0f} % waiting",
                 with_commas(records),
                 input_bytes > 0 ? fmt::format(" ({} of input, {:.2f} GB/s)", human_bytes(input_bytes),
                                               gigabytes_per_second(input_bytes * r.passes, pass))
                                 : std::string(),
                 r.threads, human_seconds(r.bin_pass_s), r.passes, r.bounds_passes, 100.0 * read_share,
                 r.read_busy_s > 0.0 ? static_cast<double>(records) * r.passes / r.read_busy_s / 1e6 : 0.0,
+                laz_wait_s > 0.0 ? fmt::format(", {:.0f} % waiting for the GPU's LAZ decoder",
+                                               100.0 * laz_wait_s / (workers * pass))
+                                 : std::string(),
                 100.0 * bin_share, sink_name, 100.0 * wait_share);
   if (r.gpu_batches > 0) {
     double const h2d_share = r.gpu.h2d_ms * 1e-3 / pass;
@@ -103,7 +109,7 @@ void report_stages(grid_job_report const& r, double input_bytes, double open_s, 
   };
   auto const& laz = r.laz_gpu_stats;
   stage const stages[] = {{"opening the inputs", open_s},
-                          {"reading and decoding", r.read_busy_s / workers},
+                          {"reading and decoding", read_own_s / workers},
                           {"the GPU LAZ decoder (reading, uploading, decoding, binning waves)",
                            r.laz_gpu ? laz.start_s + laz.read_s + laz.decode_s + laz.fold_s + laz.download_s : 0.0},
                           {sink_name, r.cpu_bin_busy_s / workers},

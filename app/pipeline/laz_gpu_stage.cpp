@@ -71,6 +71,14 @@ struct touched_memory {
   void* release() noexcept { return std::exchange(p, nullptr); }
 };
 
+/// A reader's time in records() or binned(), added to the report when it ends (declared after the
+/// stage's lock, so that the lock is held then).
+struct reader_wait {
+  laz_gpu_stage_report& stats;
+  clock_type::time_point since;
+  ~reader_wait() { stats.readers_wait_s += seconds_since(since); }
+};
+
 }  // namespace
 
 bool laz_gpu_stage::impl::can_fold()
@@ -288,8 +296,10 @@ void laz_gpu_stage::start()
 std::uint8_t const* laz_gpu_stage::records(std::size_t index)
 {
   impl& s = *impl_;
+  auto const t = clock_type::now();
   std::unique_lock<std::mutex> lock(s.mutex);
   if (!s.started || index >= s.chunks.size()) { return nullptr; }
+  reader_wait const counted{s.stats, t};
   s.decide_if_undecided();
   impl::chunk_entry& e = s.chunks[index];
   if (e.handed) { return nullptr; }  // a later pass, or binned() failed it: the reader decodes it
@@ -319,8 +329,10 @@ std::uint8_t const* laz_gpu_stage::records(std::size_t index)
 bool laz_gpu_stage::binned(std::size_t index)
 {
   impl& s = *impl_;
+  auto const t = clock_type::now();
   std::unique_lock<std::mutex> lock(s.mutex);
   if (!s.started || index >= s.chunks.size()) { return false; }
+  reader_wait const counted{s.stats, t};
   s.decide_if_undecided();
   s.changed.wait(lock, [&] { return s.planned || s.failed_all || s.stop; });
   if (!s.planned || s.stop || !s.fold) { return false; }  // records() as usual

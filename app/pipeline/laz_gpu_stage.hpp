@@ -59,6 +59,7 @@ struct laz_gpu_stage_report {
   double fold_s{0.0};               ///< binning the decoded records on the device (CUDA events)
   double decided_s{0.0};            ///< waiting for the job to say where the records go (deliver_to)
   double close_s{0.0};              ///< freeing the stage (set by its owner)
+  double readers_wait_s{0.0};       ///< the readers' time in records() and binned(), summed over readers
   std::string failure;              ///< why the GPU decoded nothing, when it did not
   std::vector<std::string> memory_notes;  ///< waits for device memory other processes held
 };

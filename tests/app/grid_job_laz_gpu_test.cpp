@@ -259,6 +259,9 @@ TEST(GridJob, LazRecordsBinnedOnTheDeviceGridAsOnTheCpu)
             // it goes back to the ring, not through the device's streams. (Chunks the stage
             // skipped come as batches from the readers, through a ring left pageable.)
             if (l.skipped == 0) { EXPECT_EQ(got.gpu_batches, 0U); }
+            // The readers' waits for the device are counted (the report takes them out of the
+            // readers' own reading).
+            if (l.folded_chunks > 0) { EXPECT_GT(l.readers_wait_s, 0.0); }
             if (limits.wave_chunks != 0 && l.chunks > l.skipped + 3) { EXPECT_GT(l.waves, 1U); }
           } else {
             EXPECT_FALSE(got.laz_binned_on_gpu);
