@@ -147,7 +147,6 @@ void laz_gpu_stage::impl::run()
   {
     std::lock_guard<std::mutex> lock(mutex);
     stats.start_s = seconds_since(t0);
-    stats.chunks_at_once = decoder->threads();
   }
   {
     // Where the records go (the job says so before its first pass that reads them).

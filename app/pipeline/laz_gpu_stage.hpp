@@ -48,7 +48,7 @@ struct laz_gpu_stage_report {
   std::uint64_t gpu_chunks{0};      ///< handed out as GPU records
   std::uint64_t skipped{0};         ///< never given to the GPU: no points, or larger than a ring slot
   std::uint64_t waves{0};           ///< decoded
-  std::uint64_t chunks_at_once{0};  ///< the decoder's threads (laz_gpu_decoder::threads)
+  std::uint64_t chunks_at_once{0};  ///< the most chunks a wave decoded at once (laz_gpu_decoder::last_chunks_at_once)
   std::uint64_t folded_chunks{0};   ///< binned on the device where they were decoded (never downloaded)
   std::uint64_t folded_points{0};
   double start_s{0.0};              ///< the decoder's start (CUDA context, device memory)

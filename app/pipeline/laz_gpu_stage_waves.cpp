@@ -253,6 +253,7 @@ void laz_gpu_stage::impl::decode_wave(std::size_t w_index, std::size_t& next_gro
   double const decode_s = seconds_since(t_decode);
   {
     std::lock_guard<std::mutex> lock(mutex);
+    stats.chunks_at_once = std::max<std::uint64_t>(stats.chunks_at_once, decoder->last_chunks_at_once());
     if (!read_ok) {
       for (std::size_t i = w.first; i < w.end; ++i) { chunks[i].state = chunk_state::failed; }
     }
@@ -332,6 +333,7 @@ void laz_gpu_stage::impl::fold_wave(std::size_t w_index, std::size_t& next_group
   double const fold_s = seconds_since(t_fold);
   trace_moment("LAZ stage: the wave binned");
   std::lock_guard<std::mutex> lock(mutex);
+  stats.chunks_at_once = std::max<std::uint64_t>(stats.chunks_at_once, decoder->last_chunks_at_once());
   for (std::size_t i = w.first; i < w.end; ++i) {
     if (!read_ok) { chunks[i].state = chunk_state::failed; }
   }

@@ -121,6 +121,7 @@ struct laz_gpu_decoder::impl {
 
   // Pointwise: slots of models (detail/laz/pointwise.hpp), laid out for `pointwise_extra` extra bytes.
   std::size_t pointwise_max{0};  // slots a pointwise decode() uses at most; 0: not yet known
+  std::size_t last_blocks{0};    // chunks the last decode() decoded at once
   std::size_t pointwise_laid_out{0};
   std::uint32_t pointwise_extra{0};
   std::size_t pointwise_slot_bytes{0};
@@ -254,6 +255,8 @@ void laz_gpu_decoder::impl::lay_out_pointwise_slots(std::size_t wanted, std::uin
 laz_gpu_decoder::~laz_gpu_decoder() = default;
 
 std::size_t laz_gpu_decoder::threads() const noexcept { return impl_->slots; }
+
+std::size_t laz_gpu_decoder::last_chunks_at_once() const noexcept { return impl_->last_blocks; }
 
 std::uint8_t* laz_gpu_decoder::pinned(std::size_t bytes)
 {
@@ -411,6 +414,7 @@ std::vector<laz_gpu_status> laz_gpu_decoder::decode(laz_gpu_format const& format
   if (pointwise) {
     if (s.pointwise_max == 0) { s.pointwise_max = s.pointwise_slots_of(format.extra_bytes); }
     auto const blocks = static_cast<unsigned>(std::min(s.pointwise_max, chunks.size()));
+    s.last_blocks = blocks;
     s.lay_out_pointwise_slots(blocks, format.extra_bytes);
     start.record(s.stream);
     detail::laz::pointwise_params p{};
@@ -426,6 +430,7 @@ std::vector<laz_gpu_status> laz_gpu_decoder::decode(laz_gpu_format const& format
     detail::laz::launch_decode_pointwise(p, blocks, s.stream);
   } else {
     auto const blocks = static_cast<unsigned>(std::min(s.slots, chunks.size()));
+    s.last_blocks = blocks;
     s.lay_out_slots(blocks);
     start.record(s.stream);
     s.launch_layered(format, chunks.size(), blocks);

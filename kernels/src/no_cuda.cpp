@@ -173,6 +173,7 @@ order_stats_run order_stats_of_csr(device_csr const&, metric_request const&, flo
 laz_gpu_decoder::laz_gpu_decoder(std::size_t, laz_gpu_mapping) { unavailable("laz_gpu_decoder"); }
 laz_gpu_decoder::~laz_gpu_decoder() = default;
 std::size_t laz_gpu_decoder::threads() const noexcept { return 0; }
+std::size_t laz_gpu_decoder::last_chunks_at_once() const noexcept { return 0; }
 std::uint8_t* laz_gpu_decoder::pinned(std::size_t) { unavailable("laz_gpu_decoder::pinned"); }
 std::uint8_t* laz_gpu_decoder::adopt_pinned(void* host, std::size_t)
 {

@@ -441,6 +441,7 @@ TEST(LazGpuChunks, PointwiseFilesMatchTheCpuDecoder)
   }
   laz_gpu_decoder all_at_once;
   laz_gpu_decoder three_at_once(3);  // more chunks than blocks: blocks take several in turn
+  EXPECT_EQ(all_at_once.last_chunks_at_once(), 0U) << "before any decode()";
   for (auto const& [key, group] : groups) {
     auto const items = *pointwise_items_of(group.front()->vlr);
     auto const format = pointwise_format_of(items);
@@ -461,6 +462,12 @@ TEST(LazGpuChunks, PointwiseFilesMatchTheCpuDecoder)
     for (auto [decoder, per_call] : {std::pair{&all_at_once, std::size_t{0}}, std::pair{&three_at_once, std::size_t{0}},
                                      std::pair{&all_at_once, std::size_t{2}}, std::pair{&three_at_once, std::size_t{5}}}) {
       auto const [records, status] = gpu_decode(*decoder, format, b, per_call);
+      // The last call's chunks at once: its chunks, at most the pointwise kernel's blocks (fewer
+      // than the layered kernel's: it holds more registers a lane).
+      std::size_t const last_call = per_call == 0 ? b.chunks.size() : (b.chunks.size() - 1) % per_call + 1;
+      EXPECT_GT(decoder->last_chunks_at_once(), 0U);
+      EXPECT_LE(decoder->last_chunks_at_once(), std::min(last_call, decoder->threads()));
+      if (decoder == &three_at_once) { EXPECT_EQ(decoder->last_chunks_at_once(), std::min<std::size_t>(3, last_call)); }
       for (std::size_t c = 0; c < b.chunks.size(); ++c) {
         SCOPED_TRACE(names[c] + ", " + std::to_string(per_call) + " a call");
         ASSERT_EQ(status[c], laz_gpu_status::ok);

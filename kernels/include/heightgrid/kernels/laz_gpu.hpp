@@ -111,8 +111,11 @@ class laz_gpu_decoder {
   laz_gpu_decoder& operator=(laz_gpu_decoder const&) = delete;
   ~laz_gpu_decoder();
 
-  /// Chunks decoded at once.
+  /// Layered chunks decoded at once.
   [[nodiscard]] std::size_t threads() const noexcept;
+  /// Chunks the last decode() decoded at once (its blocks: for pointwise chunks as many as the
+  /// device holds blocks of the pointwise kernel, fewer than threads()); 0 before any.
+  [[nodiscard]] std::size_t last_chunks_at_once() const noexcept;
 
   /// Page-locked host memory (uploads and downloads at full speed); freed with the decoder.
   /// Throws error_kind::resource when it cannot be had.
