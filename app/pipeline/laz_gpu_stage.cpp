@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
@@ -44,7 +45,9 @@ struct touched_memory {
   touched_memory& operator=(touched_memory const&) = delete;
   ~touched_memory() { std::free(p); }
 
-  void make(std::size_t wanted)
+  /// Allocates `wanted` bytes and touches them on four threads, a few MiB at a time until done or
+  /// `abandon` is set (CUDA did not start: a host without a GPU stops after a step or two).
+  void make(std::size_t wanted, std::atomic<bool> const& abandon)
   {
     constexpr std::size_t huge_page = std::size_t{2} << 20;
     bytes = (wanted + huge_page - 1) / huge_page * huge_page;
@@ -53,8 +56,12 @@ struct touched_memory {
     (void)::madvise(p, bytes, MADV_HUGEPAGE);  // fewer faults where the kernel allows it
     constexpr std::size_t threads = 4;
     std::size_t const share = (bytes / threads + huge_page - 1) / huge_page * huge_page;
-    auto const touch = [this, share](std::size_t t) {
-      std::memset(static_cast<std::byte*>(p) + t * share, 0, std::min(share, bytes - t * share));
+    auto const touch = [this, share, &abandon](std::size_t t) {
+      auto* const from = static_cast<std::byte*>(p) + t * share;
+      std::size_t const n = std::min(share, bytes - t * share);
+      for (std::size_t at = 0; at < n && !abandon.load(std::memory_order_relaxed); at += 4 * huge_page) {
+        std::memset(from + at, 0, std::min(4 * huge_page, n - at));
+      }
     };
     std::vector<std::thread> pool;
     std::size_t t = 1;
@@ -101,16 +108,19 @@ void laz_gpu_stage::impl::run()
     cached_ring = cache->held != nullptr && cache->held->slot_bytes == ring_slot_bytes;
   }
   touched_memory ring_memory;
+  std::atomic<bool> no_gpu{false};
   struct joined_thread {
+    std::atomic<bool>& abandon;
     std::thread t;
     ~joined_thread()
     {
+      abandon = true;  // a failed start: the memory is not wanted
       if (t.joinable()) { t.join(); }
     }
-  } preparing;
+  } preparing{no_gpu, {}};
   if (!cached_ring) {
     try {
-      preparing.t = std::thread([&ring_memory, bytes = n * ring_slot_bytes] { ring_memory.make(bytes); });
+      preparing.t = std::thread([&ring_memory, &no_gpu, bytes = n * ring_slot_bytes] { ring_memory.make(bytes, no_gpu); });
     } catch (std::exception const&) {  // no thread: the decoder's own pinned() below
     }
   }
