@@ -115,9 +115,16 @@ bool grid_job::bin_and_write()
                                                                  actual.rows <= grid_.rows));
         note_lying_headers();
         if (!fits) {
-          report_.warnings.push_back(
-            "the grid guessed from the headers' bounds differs from the points' (" + describe_bounds(kept) +
-            "); reading the points again with the grid of the points");
+          // Points outside the guessed grid (headers that lie), or the kept points starting in a
+          // later cell than the headers' bounds (a filter that drops the edge points, headers wider
+          // than the points): the accumulators hold another grid than the output's.
+          std::string const why =
+            pass_outside_ > 0
+              ? with_commas(pass_outside_) + " points lie outside the grid guessed from the headers' bounds"
+              : std::string("the points kept start in another cell than the headers' bounds (a filter that drops "
+                            "the edge points, or headers wider than the points)");
+          report_.warnings.push_back(why + ": the points kept span " + describe_bounds(kept) +
+                                     "; reading them again with their own grid (--te reads them once)");
           grid_ = actual;
           speculative_ = false;
           return false;
