@@ -68,6 +68,9 @@ grid_job_report grid_job::run()
   for (;;) {
     bool const done = bin_and_write();
     if (done) { break; }
+    // The grid guessed from the headers was not the points': they are read again with theirs, the
+    // LAZ chunks through a GPU decoder again (the first pass's stage handed each chunk once).
+    if (report_.laz_gpu) { offload_laz(); }
   }
   progress_->finish();
   if (report_.gpu_batches == 0) {
@@ -234,21 +237,41 @@ void grid_job::offload_laz()
 
 bool grid_job::fold_laz(grid_band const& band) const
 {
+  // laz_stage_ is the pass's own (each pass's stage is closed after it): its chunks are unread.
   return laz_stage_ != nullptr && gpu_ != nullptr && route_ == bin_route::gpu && !sums_ && !order_ &&
-         binner_options().reduction == batch_reduction::atomic && band.first_row == 0 && band.rows == grid_.rows &&
-         report_.passes == 0;
+         binner_options().reduction == batch_reduction::atomic && band.first_row == 0 && band.rows == grid_.rows;
 }
 
 void grid_job::close_laz_stage()
 {
   if (laz_stage_ == nullptr) { return; }
   for (auto* s : all_) { s->offload_chunks(nullptr); }
-  report_.laz_gpu_stats = laz_stage_->report();
-  auto const& notes = report_.laz_gpu_stats.memory_notes;
-  report_.device_memory_notes.insert(report_.device_memory_notes.end(), notes.begin(), notes.end());
+  laz_gpu_stage_report const pass = laz_stage_->report();
+  report_.device_memory_notes.insert(report_.device_memory_notes.end(), pass.memory_notes.begin(),
+                                     pass.memory_notes.end());
+  // A job's passes with a stage each (the re-read of a guessed grid): the report sums them.
+  laz_gpu_stage_report& r = report_.laz_gpu_stats;
+  r.chunks += pass.chunks;
+  r.points += pass.points;
+  r.gpu_chunks += pass.gpu_chunks;
+  r.skipped += pass.skipped;
+  r.waves += pass.waves;
+  r.chunks_at_once = std::max(r.chunks_at_once, pass.chunks_at_once);
+  r.folded_chunks += pass.folded_chunks;
+  r.folded_points += pass.folded_points;
+  r.start_s += pass.start_s;
+  r.read_s += pass.read_s;
+  r.decode_s += pass.decode_s;
+  r.download_s += pass.download_s;
+  r.kernel_s += pass.kernel_s;
+  r.fold_s += pass.fold_s;
+  r.decided_s += pass.decided_s;
+  r.readers_wait_s += pass.readers_wait_s;
+  if (r.failure.empty()) { r.failure = pass.failure; }
+  r.memory_notes.insert(r.memory_notes.end(), pass.memory_notes.begin(), pass.memory_notes.end());
   auto const t = clock_type::now();
   laz_stage_.reset();
-  report_.laz_gpu_stats.close_s = seconds_since(t);
+  r.close_s += seconds_since(t);
   trace_moment("LAZ stage: closed");
 }
 

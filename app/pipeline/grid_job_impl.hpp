@@ -71,12 +71,14 @@ class grid_job {
   void offload_laz();
 
   /// Whether this pass bins the GPU decoder's records on the device (never downloaded): the GPU
-  /// route with the atomic reduction over the whole grid in one band, on the pass that reads the
-  /// chunks (the stage hands each chunk once).
+  /// route with the atomic reduction over the whole grid in one band, on a pass with a stage of its
+  /// own (the stage hands each chunk once: the first pass, and the re-read of a guessed grid).
   bool fold_laz(grid_band const& band) const;
 
-  /// After the first pass that read the points: the GPU decoder has handed out what it will (a
-  /// later pass decodes on the CPU), so its device and page-locked memory go now.
+  /// After a pass that read the points: the GPU decoder has handed out what it will, so its device
+  /// and page-locked memory go now. A re-read of the points with their own grid (the guess from the
+  /// headers failed) gets a new stage (offload_laz again); the later bands of a split grid decode on
+  /// the CPU.
   void close_laz_stage();
 
   // ---- grid ----------------------------------------------------------------------------------
