@@ -50,8 +50,8 @@ class gpu_stage {
   /// Before configure(): the job expects few or no batches from the host (its LAZ points are
   /// binned where the GPU decodes them), so the ring is not page-locked: the batches that come
   /// anyway (chunks the GPU decoder hands back to the CPU's) are copied from pageable memory.
-  /// Page-locking the ring (0.23 GiB for 16 workers, its pages never touched before) held the
-  /// binner's start for 0.2 s and kept the pages in memory (docs/benchmarks.md, "LAZ on the device").
+  /// Page-locking the ring (pages never touched before) held the binner's start, and the LAZ
+  /// decoder behind it, and kept the pages in memory (docs/benchmarks.md, "LAZ on the device").
   void leave_ring_pageable();
   /// Device memory other processes hold: where CUDA cannot start or the binner does not fit, the
   /// binner first keeps one device batch instead of options.device_batches, then the stage waits up

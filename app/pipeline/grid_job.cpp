@@ -250,28 +250,10 @@ void grid_job::close_laz_stage()
   report_.device_memory_notes.insert(report_.device_memory_notes.end(), pass.memory_notes.begin(),
                                      pass.memory_notes.end());
   // A job's passes with a stage each (the re-read of a guessed grid): the report sums them.
-  laz_gpu_stage_report& r = report_.laz_gpu_stats;
-  r.chunks += pass.chunks;
-  r.points += pass.points;
-  r.gpu_chunks += pass.gpu_chunks;
-  r.skipped += pass.skipped;
-  r.waves += pass.waves;
-  r.chunks_at_once = std::max(r.chunks_at_once, pass.chunks_at_once);
-  r.folded_chunks += pass.folded_chunks;
-  r.folded_points += pass.folded_points;
-  r.start_s += pass.start_s;
-  r.read_s += pass.read_s;
-  r.decode_s += pass.decode_s;
-  r.download_s += pass.download_s;
-  r.kernel_s += pass.kernel_s;
-  r.fold_s += pass.fold_s;
-  r.decided_s += pass.decided_s;
-  r.readers_wait_s += pass.readers_wait_s;
-  if (r.failure.empty()) { r.failure = pass.failure; }
-  r.memory_notes.insert(r.memory_notes.end(), pass.memory_notes.begin(), pass.memory_notes.end());
+  report_.laz_gpu_stats.add(pass);
   auto const t = clock_type::now();
   laz_stage_.reset();
-  r.close_s += seconds_since(t);
+  report_.laz_gpu_stats.close_s += seconds_since(t);
   trace_moment("LAZ stage: closed");
 }
 

@@ -27,15 +27,38 @@ using laz_stage_detail::reading_threads;
 using laz_stage_detail::seconds_since;
 using laz_stage_detail::stuck_wait;
 
+void laz_gpu_stage_report::add(laz_gpu_stage_report const& o)
+{
+  chunks += o.chunks;
+  points += o.points;
+  gpu_chunks += o.gpu_chunks;
+  skipped += o.skipped;
+  waves += o.waves;
+  chunks_at_once = std::max(chunks_at_once, o.chunks_at_once);
+  folded_chunks += o.folded_chunks;
+  folded_points += o.folded_points;
+  start_s += o.start_s;
+  read_s += o.read_s;
+  decode_s += o.decode_s;
+  download_s += o.download_s;
+  kernel_s += o.kernel_s;
+  fold_s += o.fold_s;
+  decided_s += o.decided_s;
+  close_s += o.close_s;
+  readers_wait_s += o.readers_wait_s;
+  if (failure.empty()) { failure = o.failure; }
+  memory_notes.insert(memory_notes.end(), o.memory_notes.begin(), o.memory_notes.end());
+}
+
 laz_gpu_cache::laz_gpu_cache() = default;
 laz_gpu_cache::~laz_gpu_cache() = default;
 
 namespace {
 
-/// Host memory for the ring, its pages faulted in (zeroed by the kernel) on several threads, so
-/// that page-locking it later is only the locking: pinning fresh memory on the stage's one
-/// thread took 0.14 s for 256 MiB after CUDA's start, the locking alone a tenth of that
-/// (docs/benchmarks.md, "LAZ on the device").
+/// Host memory for the ring, its pages faulted in (zeroed by the kernel) on several threads while
+/// CUDA starts, so that page-locking it later is only the locking: pinning fresh memory, the
+/// stage's one thread paid every page fault after CUDA's start (docs/benchmarks.md, "LAZ on the
+/// device").
 struct touched_memory {
   void* p{nullptr};
   std::size_t bytes{0};

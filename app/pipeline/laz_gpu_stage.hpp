@@ -62,6 +62,10 @@ struct laz_gpu_stage_report {
   double readers_wait_s{0.0};       ///< the readers' time in records() and binned(), summed over readers
   std::string failure;              ///< why the GPU decoded nothing, when it did not
   std::vector<std::string> memory_notes;  ///< waits for device memory other processes held
+
+  /// Another stage's report of the same job (a pass of its own) added: counts and times summed,
+  /// the most chunks at once, the first failure, the notes of both.
+  void add(laz_gpu_stage_report const& other);
 };
 
 /// The stage's sizes: the product's defaults; tests shrink them to reach many waves and groups.

@@ -105,7 +105,7 @@ void grid_sink::deliver(unsigned worker, part_ticket const&, point_batch& batch)
     if (batch.size == 0) {
       // Nothing to bin (a LAZ part whose chunks the GPU binned where it decoded them, a part
       // whose points were all filtered out): its memory back without a trip through the device's
-      // streams, which a 10^4-file catalogue paid a quarter of a second for.
+      // streams, one at a time under the submit lock (docs/benchmarks.md, "LAZ on the device").
       give_back(worker, batch);
       return;
     }

@@ -6,6 +6,7 @@
 #include "pipeline_fixtures.hpp"
 
 #include "pipeline/grid_job.hpp"
+#include "pipeline/laz_gpu_stage.hpp"
 
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/io/las_reader.hpp"
@@ -185,6 +186,45 @@ TEST(GridJob, ADecoderKeptBetweenJobsGridsAsAFreshOne)
       EXPECT_NE(cache->held, nullptr) << "the decoder was not kept";
     }
   }
+}
+
+TEST(LazGpuStageReport, TwoPassesAddUp)
+{
+  // A job that reads its points again (the grid guessed from the headers failed) reports both
+  // passes' stages: counts and times summed, the most chunks at once, the first failure.
+  laz_gpu_stage_report a, b;
+  a.chunks = 3;
+  a.points = 110;
+  a.folded_chunks = 3;
+  a.waves = 1;
+  a.chunks_at_once = 3;
+  a.kernel_s = 0.5;
+  a.readers_wait_s = 1.0;
+  a.memory_notes = {"first"};
+  b.chunks = 3;
+  b.points = 110;
+  b.folded_chunks = 2;
+  b.skipped = 1;
+  b.waves = 2;
+  b.chunks_at_once = 2;
+  b.kernel_s = 0.25;
+  b.readers_wait_s = 0.5;
+  b.failure = "later";
+  b.memory_notes = {"second"};
+  a.add(b);
+  EXPECT_EQ(a.chunks, 6U);
+  EXPECT_EQ(a.points, 220U);
+  EXPECT_EQ(a.folded_chunks + a.skipped, a.chunks);
+  EXPECT_EQ(a.waves, 3U);
+  EXPECT_EQ(a.chunks_at_once, 3U);
+  EXPECT_DOUBLE_EQ(a.kernel_s, 0.75);
+  EXPECT_DOUBLE_EQ(a.readers_wait_s, 1.5);
+  EXPECT_EQ(a.failure, "later");
+  EXPECT_EQ(a.memory_notes, (std::vector<std::string>{"first", "second"}));
+  laz_gpu_stage_report c;
+  c.failure = "first";
+  c.add(b);
+  EXPECT_EQ(c.failure, "first");
 }
 
 TEST(GridJob, LazRecordsBinnedOnTheDeviceGridAsOnTheCpu)
