@@ -48,6 +48,24 @@ laz_offload_estimate estimate_laz_offload(laz_offload_facts const& f) noexcept
   return e;
 }
 
+std::size_t laz_cpu_share_chunks(std::vector<double> const& cpu_s, std::vector<double> const& gpu_s,
+                                 double cpu_backlog_s, double gpu_fixed_s) noexcept
+{
+  std::size_t const n = std::min(cpu_s.size(), gpu_s.size());
+  double cpu = cpu_backlog_s;
+  double gpu = gpu_fixed_s;
+  for (std::size_t i = 0; i < n; ++i) { gpu += gpu_s[i]; }
+  std::size_t k = 0;
+  for (; k < n; ++k) {
+    double const moved_cpu = cpu + cpu_s[k];
+    double const moved_gpu = gpu - gpu_s[k];
+    if (std::max(moved_cpu, moved_gpu) >= std::max(cpu, gpu)) { break; }
+    cpu = moved_cpu;
+    gpu = moved_gpu;
+  }
+  return k;
+}
+
 std::string laz_offload_estimate::note(laz_offload_facts const& f) const
 {
   std::ostringstream s;

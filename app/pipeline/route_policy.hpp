@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace heightgrid::app {
 
@@ -59,6 +60,19 @@ struct auto_device_policy {
   static constexpr double laz_cpu_pointwise_points_per_thread_s = 2.3e6;
   static constexpr double laz_pointwise_points_per_s = 9.0e7;
   static constexpr double laz_pointwise_seconds_per_chunk_point = 2.0e-5;
+  /// The readers decode chunks themselves beside the GPU decoder (laz_cpu_share_chunks) in jobs of
+  /// at least this many LAZ points; below, CUDA's start is most of the GPU's time and the few
+  /// chunks it leaves are not worth the cores its start and uploads need. The decoder's rate a
+  /// chunk it holds at once (laz_gpu_decoder::threads(): a layered chunk a warp; pointwise chunks
+  /// take a block each, half as many at once) with every one busy, and what a wave costs besides
+  /// its kernel (upload and fold). docs/benchmarks.md, "Both decoders".
+  static constexpr std::uint64_t laz_share_min_points = 30'000'000;
+  /// The readers' rate beside the GPU a thread (below the CPU route's: a core waits for the device).
+  static constexpr double laz_share_cpu_points_per_thread_s = 3.3e6;
+  static constexpr double laz_share_cpu_pointwise_points_per_thread_s = 2.1e6;
+  static constexpr double laz_gpu_points_per_slot_s = 1.0e5;
+  static constexpr double laz_gpu_pointwise_points_per_slot_s = 3.1e4;
+  static constexpr double laz_share_wave_fixed_s = 0.15;
 };
 
 /// Whether a job of `points` points (0: unknown) with `request` would use the GPU under --device
@@ -89,5 +103,15 @@ struct laz_offload_estimate {
 };
 
 [[nodiscard]] laz_offload_estimate estimate_laz_offload(laz_offload_facts const& f) noexcept;
+
+/// Both decoders on one job: how many of the chunks still left for the GPU (in the order the readers
+/// come to them) the readers should decode themselves while the GPU decodes the rest, so that both
+/// finish together. `cpu_s[i]` / `gpu_s[i]`: chunk i's time on the readers' threads together / on
+/// the GPU decoder as a whole; `cpu_backlog_s`: the readers' chunks already theirs; `gpu_fixed_s`:
+/// what the GPU's wave costs besides decoding. A chunk moves to the readers while that shortens the
+/// longer of the two. Example: cpu_s {1, 1, 1, 1}, gpu_s {0.5, 0.5, 0.5, 0.5}, no backlog, no fixed
+/// cost → 1 (the readers 1 s, the GPU 1.5 s; a second chunk would make the readers 2 s).
+[[nodiscard]] std::size_t laz_cpu_share_chunks(std::vector<double> const& cpu_s, std::vector<double> const& gpu_s,
+                                               double cpu_backlog_s, double gpu_fixed_s) noexcept;
 
 }  // namespace heightgrid::app

@@ -281,6 +281,32 @@ TEST(AutoDevice, LazChunksGoToTheGpuDecoderWhereItsEstimateWins)
   EXPECT_GT(pw.gpu_s, 0.0);
 }
 
+TEST(AutoDevice, TheReadersTakeTheLazChunksThatFinishWithTheGpu)
+{
+  // Four chunks of 1 s on the readers and 0.5 s on the GPU: one to the readers (1 s against 1.5 s);
+  // a second would leave the readers 2 s.
+  std::vector<double> const cpu(4, 1.0);
+  std::vector<double> const gpu(4, 0.5);
+  EXPECT_EQ(laz_cpu_share_chunks(cpu, gpu, 0.0, 0.0), 1U);
+  // A wave's fixed cost makes the GPU's side longer: two (2 s against 1 s + 1.2 s).
+  EXPECT_EQ(laz_cpu_share_chunks(cpu, gpu, 0.0, 1.2), 2U);
+  // Chunks the readers hold already count: none more.
+  EXPECT_EQ(laz_cpu_share_chunks(cpu, gpu, 1.0, 0.0), 0U);
+  // A GPU eight times the readers': 111 chunks (111 s against 111.125 s; one more: 112 s).
+  std::vector<double> const slow(1000, 1.0);
+  std::vector<double> const fast(1000, 0.125);
+  EXPECT_EQ(laz_cpu_share_chunks(slow, fast, 0.0, 0.0), 111U);
+  EXPECT_EQ(laz_cpu_share_chunks({}, {}, 0.0, 1.0), 0U);
+  // The 10^9-point job of docs/benchmarks.md ("Both decoders"): 20,000 chunks of 50,000 points, 16
+  // readers at 3.3 M points/s each, 4,224 chunks at once at 10^5 points/s each, 0.15 s besides.
+  using policy = auto_device_policy;
+  std::vector<double> const readers(20'000, 50'000 / (16 * policy::laz_share_cpu_points_per_thread_s));
+  std::vector<double> const device(20'000, 50'000 / (4'224 * policy::laz_gpu_points_per_slot_s));
+  std::size_t const k = laz_cpu_share_chunks(readers, device, 0.0, policy::laz_share_wave_fixed_s);
+  EXPECT_GT(k, 2'200U);  // ~12 % of the points: both ~2.24 s
+  EXPECT_LT(k, 2'600U);
+}
+
 TEST(GridJob, CpuEqualsTheWholeCloudForPartsThatCutCells)
 {
   for (std::size_t part : {std::size_t{1}, std::size_t{7}, std::size_t{1000}}) {
