@@ -84,6 +84,13 @@ void report_stages(grid_job_report const& r, double input_bytes, double open_s, 
                   human_seconds(l.read_s), human_seconds(l.decode_s), human_seconds(l.kernel_s),
                   l.kernel_s > 0.0 ? static_cast<double>(decoded) / l.kernel_s / 1e6 : 0.0, records_went,
                   human_seconds(l.close_s), l.failure.empty() ? std::string() : "; the rest on the CPU: " + l.failure);
+    if (l.cpu_chunks > 0) {
+      spdlog::debug("LAZ on the CPU beside it: the readers decoded {} chunks ({} points, {:.1f} %): {} while CUDA "
+                    "started, {} left to them when the waves were planned",
+                    with_commas(l.cpu_chunks), with_commas(l.cpu_points),
+                    l.points > 0 ? 100.0 * static_cast<double>(l.cpu_points) / static_cast<double>(l.points) : 0.0,
+                    with_commas(l.cpu_chunks - l.cpu_chunks_planned), with_commas(l.cpu_chunks_planned));
+    }
   } else if (!r.laz_gpu_note.empty()) {
     spdlog::debug("LAZ on the GPU: {}", r.laz_gpu_note);
   }

@@ -188,6 +188,7 @@ void grid_job::offload_laz()
   }
   laz_gpu_limits limits = o_.laz_gpu_sizes;
   limits.memory_wait_s = memory_wait_s();
+  limits.share_threads = threads_;  // the readers decode a share beside the GPU in large jobs
   auto stage = std::make_unique<laz_gpu_stage>(o_.gpu_device, limits, o_.laz_cache);
   std::vector<part_source*> offloaded;
   for (std::size_t i = 0; i < all_.size(); ++i) {

@@ -4,8 +4,10 @@
 #include "pipeline/grid_job_impl.hpp"
 
 #include "pipeline/grid_plan.hpp"
+#include "pipeline/route_policy.hpp"
 #include "report.hpp"
 
+#include "heightgrid/core/cell_accumulator.hpp"
 #include "heightgrid/core/error.hpp"
 
 #include <omp.h>
@@ -148,7 +150,16 @@ void grid_job::bin_band(grid_band const& band, bool first_band)
 {
   auto const t = clock_type::now();
   host_.reset();
-  if (route_ != bin_route::gpu) {
+  // The GPU decoder's records: binned on the device, or down to the readers.
+  bool const fold = fold_laz(band);
+  // In a large LAZ job the readers decode a share of the chunks beside the GPU (laz_gpu_stage) and
+  // bin them on the CPU: where the device bins the GPU's records, into a host grid beside the
+  // device's (merged when the band is finalized), kept only where it stays small.
+  bool const laz_share =
+    laz_stage_ != nullptr && laz_stage_->may_share() &&
+    (route_ != bin_route::gpu ||
+     (fold && band.cells() * accumulator_bytes_per_cell(acc_request_) <= auto_device_policy::cooperative_host_bytes));
+  if (route_ != bin_route::gpu || laz_share) {
     // A grid binned by the CPU keeps counts only when they are asked for (or sums or order
     // statistics need them): without, each point costs two atomic maxima and no locked add; merged
     // with the GPU's, its cells count as one point (only which cells hold points matters then).
@@ -213,9 +224,8 @@ void grid_job::bin_band(grid_band const& band, bool first_band)
   std::uint64_t const parked_before = gpu_ != nullptr ? gpu_->parked_total() : 0;
   if (report_.passes == 0) { report_.setup_s = seconds_since(job_start_); }
   if (records) { sink.decode_records_with(&rules_); }
-  // The GPU decoder's records: binned on the device, or down to the readers.
-  bool const fold = fold_laz(band);
-  if (laz_stage_ != nullptr) { laz_stage_->deliver_to(fold ? gpu_.get() : nullptr); }
+  if (laz_share && route_ == bin_route::gpu) { sink.bin_readers_batches_on_cpu(); }
+  if (laz_stage_ != nullptr) { laz_stage_->deliver_to(fold ? gpu_.get() : nullptr, laz_share); }
   trace_moment("a pass begins");
   last_read_ = read_parts(all_, rules_, {threads_, sums_}, sink, &counter);
   trace_moment("the pass's readers are done");

@@ -46,6 +46,9 @@ void laz_gpu_stage_report::add(laz_gpu_stage_report const& o)
   decided_s += o.decided_s;
   close_s += o.close_s;
   readers_wait_s += o.readers_wait_s;
+  cpu_chunks += o.cpu_chunks;
+  cpu_points += o.cpu_points;
+  cpu_chunks_planned += o.cpu_chunks_planned;
   if (failure.empty()) { failure = o.failure; }
   memory_notes.insert(memory_notes.end(), o.memory_notes.begin(), o.memory_notes.end());
 }
@@ -203,7 +206,8 @@ void laz_gpu_stage::impl::run()
     // left) comes once, not once a wave (docs/benchmarks.md, "LAZ on the device").
     std::size_t const wave_chunks =
       limits.wave_chunks != 0 ? limits.wave_chunks : (folding ? SIZE_MAX : decoder->threads());
-    plan(wave_chunks, std::max<std::uint64_t>(decoder->free_device_bytes() / 2, 1));
+    plan(wave_chunks, std::max<std::uint64_t>(decoder->free_device_bytes() / 2, 1), folding);
+    trace_moment("LAZ stage: the waves planned");
     std::size_t next_group = 0;
     for (std::size_t w = 0; w < waves.size(); ++w) {
       if (folding) {
@@ -274,13 +278,20 @@ void laz_gpu_stage::set_source(std::size_t source)
   impl_->next_source = source;
 }
 
-void laz_gpu_stage::deliver_to(gpu_stage* grid)
+void laz_gpu_stage::deliver_to(gpu_stage* grid, bool readers_share)
 {
   std::lock_guard<std::mutex> lock(impl_->mutex);
   if (impl_->decided) { return; }
   impl_->decided = true;
   impl_->target = grid;
+  impl_->sharing = readers_share && impl_->may_share();
   impl_->changed.notify_all();
+}
+
+bool laz_gpu_stage::may_share() const
+{
+  std::lock_guard<std::mutex> lock(impl_->mutex);
+  return impl_->may_share();
 }
 
 std::size_t laz_gpu_stage::chunk_count() const
@@ -335,6 +346,7 @@ std::uint8_t const* laz_gpu_stage::records(std::size_t index)
   s.decide_if_undecided();
   impl::chunk_entry& e = s.chunks[index];
   if (e.handed) { return nullptr; }  // a later pass, or binned() failed it: the reader decodes it
+  if (s.claim_before_plan(e)) { return nullptr; }
   s.changed.wait(lock, [&] { return s.planned || s.failed_all || s.stop; });
   e.handed = true;
   if (!s.planned || s.stop) { return nullptr; }
@@ -352,6 +364,7 @@ std::uint8_t const* laz_gpu_stage::records(std::size_t index)
     });
     if (!news && s.stage_waiting) { return nullptr; }
   }
+  if (e.state == chunk_state::cpu) { s.hold_back_for_upload(lock); }
   if (e.state != chunk_state::ready || s.stop) { return nullptr; }
   ++s.stats.gpu_chunks;
   impl::group_entry const& g = s.groups[e.group];
@@ -366,6 +379,7 @@ bool laz_gpu_stage::binned(std::size_t index)
   if (!s.started || index >= s.chunks.size()) { return false; }
   reader_wait const counted{s.stats, t};
   s.decide_if_undecided();
+  if (s.claim_before_plan(s.chunks[index])) { return false; }
   s.changed.wait(lock, [&] { return s.planned || s.failed_all || s.stop; });
   if (!s.planned || s.stop || !s.fold) { return false; }  // records() as usual
   impl::chunk_entry& e = s.chunks[index];
@@ -373,6 +387,7 @@ bool laz_gpu_stage::binned(std::size_t index)
   e.handed = true;  // whatever comes of it: a chunk not folded is the reader's to decode
   // The stage never waits for readers while it folds: waiting here cannot deadlock.
   s.changed.wait(lock, [&] { return e.state != chunk_state::pending || s.stop; });
+  if (e.state == chunk_state::cpu) { s.hold_back_for_upload(lock); }
   return e.state == chunk_state::folded;
 }
 

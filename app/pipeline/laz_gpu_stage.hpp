@@ -27,6 +27,8 @@
 // theirs (a reading order this stage did not plan for: waiting could deadlock), or a chunk larger
 // than a ring slot.
 
+#include "pipeline/route_policy.hpp"
+
 #include "heightgrid/core/bulk_decoder.hpp"
 
 #include <condition_variable>
@@ -34,6 +36,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -60,6 +63,9 @@ struct laz_gpu_stage_report {
   double decided_s{0.0};            ///< waiting for the job to say where the records go (deliver_to)
   double close_s{0.0};              ///< freeing the stage (set by its owner)
   double readers_wait_s{0.0};       ///< the readers' time in records() and binned(), summed over readers
+  std::uint64_t cpu_chunks{0};      ///< decoded by the readers beside the GPU (laz_gpu_limits::share_threads)
+  std::uint64_t cpu_points{0};
+  std::uint64_t cpu_chunks_planned{0};  ///< of cpu_chunks: left to the readers when the waves were planned
   std::string failure;              ///< why the GPU decoded nothing, when it did not
   std::vector<std::string> memory_notes;  ///< waits for device memory other processes held
 
@@ -76,6 +82,18 @@ struct laz_gpu_limits {
   /// Where CUDA cannot start or a wave does not fit for want of device memory (other processes
   /// hold it): seconds to wait for it before the chunks left go back to the readers (0: at once).
   double memory_wait_s{0.0};
+  /// Both decoders on one job: the readers (`share_threads` of them; 0: never) decode chunks
+  /// themselves in a job of at least `share_min_points` LAZ points: every chunk they come to before
+  /// the waves are planned (`share_before_plan`: CUDA is still starting), then, where the records
+  /// are binned on the device, the chunks they come to first, as many as they decode in the time
+  /// the GPU takes for the rest (laz_cpu_share_chunks; `share_fixed_s`: a wave's cost besides its
+  /// kernel).
+  unsigned share_threads{0};
+  std::uint64_t share_min_points{auto_device_policy::laz_share_min_points};
+  double share_fixed_s{auto_device_policy::laz_share_wave_fixed_s};
+  bool share_before_plan{true};
+  /// Tests: the chunks left to the readers when the waves are planned, instead of the estimate.
+  std::optional<std::size_t> share_chunks;
 };
 
 /// A GPU decoder and its page-locked ring kept between the stages of one device's jobs (the tiles a
@@ -130,7 +148,12 @@ class laz_gpu_stage final : public bulk_chunk_decoder {
   /// Binning on the device needs every file's Z gridded (file_format::grids_z) and a binner made
   /// for it (raw-record batches: gpu_binner_options::record_filter, the atomic reduction), on the
   /// stage's device; otherwise, or if `grid` fails to start, the records are downloaded.
-  void deliver_to(gpu_stage* grid);
+  /// `readers_share`: the readers bin on the CPU what they decode themselves (a host grid beside
+  /// the device's, or the CPU's route), so that they may take a share of the chunks
+  /// (laz_gpu_limits::share_threads) without waiting for the device.
+  void deliver_to(gpu_stage* grid, bool readers_share = false);
+  /// Whether the job is large enough for the readers to share the decoding (laz_gpu_limits).
+  [[nodiscard]] bool may_share() const;
 
   [[nodiscard]] laz_gpu_stage_report report() const;
 

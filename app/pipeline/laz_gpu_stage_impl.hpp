@@ -31,7 +31,11 @@ inline double seconds_since(clock_type::time_point t)
   return std::chrono::duration<double>(clock_type::now() - t).count();
 }
 
-enum class chunk_state : std::uint8_t { pending, ready, folded, failed };
+/// cpu: the readers decode it beside the GPU (laz_gpu_limits::share_threads).
+enum class chunk_state : std::uint8_t { pending, ready, folded, failed, cpu };
+
+/// Whether the GPU leaves a chunk to the readers (it failed there, or is theirs to decode).
+inline bool left_to_readers(chunk_state s) { return s == chunk_state::failed || s == chunk_state::cpu; }
 
 /// Threads reading a group's compressed bytes (page cache to page-locked memory) while the readers
 /// bin downloaded records; when the records are binned on the device the readers only wait, and
@@ -104,6 +108,8 @@ struct laz_gpu_stage::impl {
   bool decided{false};                // deliver_to() was called
   gpu_stage* target{nullptr};         // deliver_to()'s grid
   bool fold{false};                   // records binned on the device (set before `planned`)
+  bool sharing{false};                // the readers decode chunks beside the GPU (deliver_to())
+  bool uploading{false};              // a shared wave's compressed bytes go up: the readers hold back
   std::vector<wave_entry> waves;
   std::vector<group_entry> groups;
   std::size_t oldest{0};        // first group with chunks not released
@@ -165,14 +171,42 @@ struct laz_gpu_stage::impl {
 
   /// Waves of consecutive chunks of one format, at most `max_chunks` and `max_device_bytes` each;
   /// groups of consecutive chunks of a wave whose records and compressed bytes fit a ring slot.
-  void plan(std::size_t max_chunks, std::uint64_t max_device_bytes);
+  /// Chunks left to the readers (`folding`, sharing) are marked first (share_with_readers).
+  void plan(std::size_t max_chunks, std::uint64_t max_device_bytes, bool folding);
+
+  /// Large enough for the readers to share the decoding. Caller holds `mutex`.
+  [[nodiscard]] bool may_share() const { return limits.share_threads > 0 && points >= limits.share_min_points; }
+
+  /// A reader about to decode a chunk of its share while the GPU's wave is read and uploaded waits
+  /// for the upload: the upload takes every core for a tenth of a second, and the kernel waits for
+  /// it (docs/benchmarks.md, "Both decoders"). Caller holds `lock`.
+  void hold_back_for_upload(std::unique_lock<std::mutex>& lock)
+  {
+    changed.wait(lock, [&] { return !uploading || stop; });
+  }
+
+  /// Before the waves are planned, where the readers share the work: the chunk is the reader's.
+  /// Caller holds `mutex`. True when it is (the reader decodes it).
+  bool claim_before_plan(chunk_entry& e)
+  {
+    if (planned || !sharing || !limits.share_before_plan || e.handed || failed_all || stop) { return false; }
+    e.handed = true;
+    e.state = laz_stage_detail::chunk_state::cpu;
+    ++stats.cpu_chunks;
+    stats.cpu_points += e.c.points;
+    return true;
+  }
+
+  /// Marks the chunks still pending that the readers come to first as theirs, as many as they
+  /// decode in the time the GPU takes for the rest (laz_cpu_share_chunks). Caller holds `mutex`.
+  void share_with_readers();
 
   /// Compressed bytes of a group's chunks (they pass through the group's slot on the way up).
   std::uint64_t slot_used(group_entry const& g) const
   {
     std::uint64_t bytes = 0;
     for (std::size_t i = g.first; i < g.end; ++i) {
-      if (chunks[i].state != laz_stage_detail::chunk_state::failed) { bytes += chunks[i].c.bytes; }
+      if (!laz_stage_detail::left_to_readers(chunks[i].state)) { bytes += chunks[i].c.bytes; }
     }
     return bytes;
   }

@@ -19,9 +19,52 @@ using laz_stage_detail::reading_threads;
 using laz_stage_detail::seconds_since;
 using laz_stage_detail::stuck_wait;
 
-void laz_gpu_stage::impl::plan(std::size_t max_chunks, std::uint64_t max_device_bytes)
+void laz_gpu_stage::impl::share_with_readers()
+{
+  using policy = auto_device_policy;
+  double const threads = std::max(limits.share_threads, 1U);
+  auto const cpu_seconds = [&](chunk_entry const& e) {
+    double const rate = files[e.file].format.pointwise ? policy::laz_share_cpu_pointwise_points_per_thread_s
+                                                       : policy::laz_share_cpu_points_per_thread_s;
+    return static_cast<double>(e.c.points) / (threads * rate);
+  };
+  // The GPU decodes every chunk it holds at once at a slot's rate: its rate is theirs together,
+  // or fewer where fewer chunks are left.
+  std::vector<std::size_t> open;
+  double backlog_s = 0.0;
+  for (std::size_t i = 0; i < chunks.size(); ++i) {
+    chunk_entry const& e = chunks[i];
+    if (e.state == chunk_state::cpu && !e.released) { backlog_s += cpu_seconds(e); }
+    if (e.state == chunk_state::pending && !e.handed && e.c.points > 0) { open.push_back(i); }
+  }
+  double const slots = static_cast<double>(std::min<std::size_t>(std::max<std::size_t>(decoder->threads(), 1), std::max<std::size_t>(open.size(), 1)));
+  std::vector<double> cpu_s, gpu_s;
+  cpu_s.reserve(open.size());
+  gpu_s.reserve(open.size());
+  for (std::size_t const i : open) {
+    chunk_entry const& e = chunks[i];
+    double const per_slot = files[e.file].format.pointwise ? policy::laz_gpu_pointwise_points_per_slot_s
+                                                           : policy::laz_gpu_points_per_slot_s;
+    cpu_s.push_back(cpu_seconds(e));
+    gpu_s.push_back(static_cast<double>(e.c.points) / (slots * per_slot));
+  }
+  std::size_t const k = limits.share_chunks ? std::min(*limits.share_chunks, open.size())
+                                            : laz_cpu_share_chunks(cpu_s, gpu_s, backlog_s, limits.share_fixed_s);
+  for (std::size_t j = 0; j < k; ++j) {
+    chunk_entry& e = chunks[open[j]];
+    e.state = chunk_state::cpu;
+    ++stats.cpu_chunks;
+    ++stats.cpu_chunks_planned;
+    stats.cpu_points += e.c.points;
+  }
+}
+
+void laz_gpu_stage::impl::plan(std::size_t max_chunks, std::uint64_t max_device_bytes, bool folding)
 {
   std::lock_guard<std::mutex> lock(mutex);
+  // The readers wait for the GPU's records only where they are binned on the device; where they come
+  // down, the readers bin them anyway and the GPU's groups arrive as the readers free the ring.
+  if (sharing && folding) { share_with_readers(); }
   auto const same_format = [&](std::size_t a, std::size_t b) {
     file_format const& fa = files[chunks[a].file].format;
     file_format const& fb = files[chunks[b].file].format;
@@ -31,11 +74,15 @@ void laz_gpu_stage::impl::plan(std::size_t max_chunks, std::uint64_t max_device_
   for (std::size_t i = 0; i < chunks.size(); ++i) {
     chunk_entry& e = chunks[i];
     std::uint64_t const record_bytes = files[e.file].format.decoded_bytes();  // one for a wave (one format)
-    if (e.c.points == 0 || std::max<std::uint64_t>(e.c.bytes, std::uint64_t{e.c.points} * record_bytes) > ring_slot_bytes) {
+    bool const theirs = e.state == chunk_state::cpu;  // the readers decode it beside the GPU
+    if (theirs || e.c.points == 0 ||
+        std::max<std::uint64_t>(e.c.bytes, std::uint64_t{e.c.points} * record_bytes) > ring_slot_bytes) {
       // A chunk of no points (lazrs ends files of variable chunks with one), or larger than a
       // ring slot (over 1.8 M points by default), stays with the readers.
-      e.state = chunk_state::failed;
-      ++stats.skipped;
+      if (!theirs) {
+        e.state = chunk_state::failed;
+        ++stats.skipped;
+      }
       e.wave = waves.empty() ? 0 : waves.size() - 1;
       e.group = groups.size();
       groups.push_back({i, i + 1, e.wave, 0, 0, e.released ? 0U : 1U, 0, true});
@@ -79,7 +126,7 @@ void laz_gpu_stage::impl::read_group(group_entry const& g, std::uint8_t* out)
   auto const work = [&] {
     for (std::size_t i; (i = next.fetch_add(1)) < g.end;) {
       chunk_entry const& e = chunks[i];
-      if (e.state == chunk_state::failed) { continue; }
+      if (laz_stage_detail::left_to_readers(e.state)) { continue; }
       try {
         files[e.file].read(e.c.offset, static_cast<std::size_t>(e.c.bytes), out + (e.source - base));
       } catch (...) {
@@ -121,7 +168,7 @@ bool laz_gpu_stage::impl::stream_groups(std::size_t first_group, std::size_t end
         if (failed) { return; }
       }
       bool ok = true;
-      if (e.state != chunk_state::failed) {
+      if (!laz_stage_detail::left_to_readers(e.state)) {
         try {
           files[e.file].read(e.c.offset, static_cast<std::size_t>(e.c.bytes), slot + (e.source - chunks[g.first].source));
         } catch (...) {
@@ -195,7 +242,7 @@ std::vector<laz_gpu_status> laz_gpu_stage::impl::decode_pending(wave_entry const
   decoded.clear();
   for (std::size_t i = w.first; i < w.end; ++i) {
     chunk_entry const& e = chunks[i];
-    if (e.state == chunk_state::failed) { continue; }
+    if (laz_stage_detail::left_to_readers(e.state)) { continue; }
     jobs.push_back({e.source, e.c.bytes, e.first_record, e.c.points});
     decoded.push_back(i);
   }
@@ -296,7 +343,25 @@ void laz_gpu_stage::impl::fold_wave(std::size_t w_index, std::size_t& next_group
   reserve_within_memory(w);  // the previous wave's folds are done
   trace_moment("LAZ stage: the wave's device memory reserved");
   auto const t_read = clock_type::now();
-  bool const read_ok = stream_groups(first_group, end_group);
+  struct upload_window {
+    impl& s;
+    explicit upload_window(impl& stage) : s(stage)
+    {
+      std::lock_guard<std::mutex> lock(s.mutex);
+      s.uploading = s.sharing;
+    }
+    ~upload_window()
+    {
+      std::lock_guard<std::mutex> lock(s.mutex);
+      s.uploading = false;
+      s.changed.notify_all();
+    }
+  };
+  bool read_ok = false;
+  {
+    upload_window const readers_hold_back{*this};
+    read_ok = stream_groups(first_group, end_group);
+  }
   double const read_s = seconds_since(t_read);
   trace_moment("LAZ stage: the wave uploaded");
   std::vector<laz_gpu_status> status;

@@ -43,6 +43,7 @@ point_batch grid_sink::acquire(unsigned worker, std::atomic<bool> const& stoppin
   switch (route_) {
     case bin_route::cpu: break;
     case bin_route::gpu:
+      if (readers_on_cpu_ && host_.load() != nullptr) { break; }
       for (;;) {
         drain_parked(worker, stopping);
         if (auto ahead = gpu_->read_ahead_slot()) { return *ahead; }

@@ -84,6 +84,11 @@ class grid_sink final : public part_sink {
   void decode_records_with(filter_rules const* rules) noexcept { record_rules_ = rules; }
   /// What decoding such batches on the CPU found, per source index (empty when none was).
   [[nodiscard]] std::vector<las_record_stats> cpu_record_stats() const;
+  /// The gpu route with a host grid beside the device's (the job's LAZ chunks binned where the GPU
+  /// decodes them, and the readers decoding a share themselves): the readers' batches are binned on
+  /// the CPU, never uploaded, so that they do not wait for a device the decoder fills. Call before
+  /// the pass.
+  void bin_readers_batches_on_cpu() noexcept { readers_on_cpu_ = true; }
 
  private:
   void bin_on_cpu(unsigned worker, point_batch& batch);
@@ -123,6 +128,7 @@ class grid_sink final : public part_sink {
   std::array<merge_lane, merge_lanes> lanes_;
 
   bin_route route_;
+  bool readers_on_cpu_{false};
   worker_buffers buffers_;
   worker_buffers record_columns_;  ///< raw records decoded on the CPU out of buffers_' batch (allocated on first use)
   std::atomic<host_grid*> host_;

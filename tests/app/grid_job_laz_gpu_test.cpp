@@ -315,6 +315,65 @@ TEST(GridJob, LazRecordsBinnedOnTheDeviceGridAsOnTheCpu)
   }
 }
 
+TEST(GridJob, LazChunksSharedWithTheReadersGridAsOnTheCpu)
+{
+  // Both decoders on one job: the readers decode chunks themselves while CUDA starts, or a share
+  // left to them when the waves are planned (here the first two chunks, or the estimate), and the
+  // device bins the rest where the GPU decoded them. The bands and the read counts are the CPU's.
+  metric_request r = extremes();
+  r.count = true;
+  r.range = true;
+  laz_gpu_limits two;
+  two.share_min_points = 0;
+  two.share_before_plan = false;
+  two.share_chunks = 2;
+  laz_gpu_limits estimate;
+  estimate.share_min_points = 0;
+  for (auto const& paths : gpu_laz_jobs()) {
+    for (auto const& limits : {two, estimate}) {
+      for (device_choice device : {device_choice::automatic, device_choice::gpu}) {
+        if (device == device_choice::gpu && !gpu_available()) { continue; }
+        bool const planned_two = limits.share_chunks.has_value();
+        SCOPED_TRACE(paths.front() + " (" + std::to_string(paths.size()) + " files)" +
+                     (planned_two ? ", two chunks left to the readers" : ", the estimate and CUDA's start") +
+                     (device == device_choice::gpu ? ", --device gpu" : ", auto"));
+        auto o = job_options(r, paths.size() > 1 ? 1000.0 : 0.5, device_choice::cpu, 4);
+        auto const cpu_sources = open_all(paths, 1000);
+        memory_output cpu;
+        auto const want = run_grid_job(cpu_sources, o, cpu);
+        o.device = device;
+        o.laz_decoder = laz_decoder_choice::gpu;
+        o.laz_gpu_sizes = limits;
+        auto const gpu_sources = open_all(paths, 1000);
+        memory_output gpu;
+        auto const got = run_grid_job(gpu_sources, o, gpu);
+        ASSERT_TRUE(got.laz_gpu);
+        expect_bands(gpu.bands, cpu.bands, r);
+        expect_same_read(got, want);
+        auto const& l = got.laz_gpu_stats;
+        if (gpu_available()) {
+          EXPECT_TRUE(l.failure.empty()) << l.failure;
+          EXPECT_EQ(l.folded_chunks + l.skipped + l.cpu_chunks, l.chunks);
+          EXPECT_EQ(l.gpu_chunks, 0U) << "no records came down";
+          EXPECT_LE(l.cpu_points, l.points);
+          if (planned_two) {
+            EXPECT_EQ(l.cpu_chunks, l.cpu_chunks_planned) << "none taken while CUDA started";
+            // Two of the chunks that were the GPU's (the skipped ones never are), a pass (a grid
+            // guessed from the headers may be read again, through a stage of its own).
+            EXPECT_EQ(l.cpu_chunks, std::min<std::uint64_t>(2 * got.passes, l.chunks - l.skipped));
+            if (l.chunks > l.skipped + 2) { EXPECT_GT(l.folded_chunks, 0U); }
+          }
+        } else {
+          // Without a GPU the readers decode every chunk (some counted as theirs when they came
+          // before CUDA's start had failed).
+          EXPECT_FALSE(l.failure.empty());
+          EXPECT_EQ(l.folded_chunks, 0U);
+        }
+      }
+    }
+  }
+}
+
 TEST(GridJob, ALazChunkTheGpuRejectsIsNamedByTheCpuDecoder)
 {
   // Layer sizes of the second chunk overwritten: the GPU decoder rejects the chunk, the CPU decoder
