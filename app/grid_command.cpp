@@ -182,6 +182,12 @@ CLI::App* add_grid_command(CLI::App& app, grid_options& o)
                   "GPU: the readers only copy records into page-locked memory) or cpu (the readers decode and "
                   "filter, 12 bytes a point travel)")
     ->default_val("auto");
+  cmd->add_option("--laz-decoder", o.laz_decoder,
+                  "Where LAZ chunks are decoded: auto (the GPU decoder where its estimate beats the CPU's or under "
+                  "--device gpu, and in jobs of 3*10^7 points or more the readers decode a share beside it, sized "
+                  "to finish with the GPU), both (that share in a job of any size), gpu (every chunk the GPU "
+                  "decoder takes) or cpu")
+    ->default_val("auto");
   cmd->add_option("--copc-level", o.copc_level,
                   "COPC and EPT inputs: read octree levels 0..N only, or auto: down to the first level whose point "
                   "spacing (COPC: the info VLR's spacing / 2^level; EPT: the cube's side / span / 2^level) is at most "
@@ -316,6 +322,17 @@ int run_grid(grid_options const& given)
   HG_EXPECTS(o.las_decoder == "auto" || o.las_decoder == "cpu", error_kind::usage,
              "--las-decoder: '" + o.las_decoder + "' is not auto or cpu");
   job.las_decoder = o.las_decoder == "cpu" ? las_decoder_choice::cpu : las_decoder_choice::automatic;
+  HG_EXPECTS(o.laz_decoder == "auto" || o.laz_decoder == "cpu" || o.laz_decoder == "gpu" || o.laz_decoder == "both",
+             error_kind::usage, "--laz-decoder: '" + o.laz_decoder + "' is not auto, cpu, gpu or both");
+  job.laz_decoder = o.laz_decoder == "cpu"   ? laz_decoder_choice::cpu
+                    : o.laz_decoder == "gpu" ? laz_decoder_choice::gpu
+                                             : laz_decoder_choice::automatic;
+  // gpu: the GPU decoder takes every chunk it can; both: the readers share the work in a job of any size.
+  if (o.laz_decoder == "gpu") { job.laz_gpu_sizes.share_min_points = UINT64_MAX; }
+  if (o.laz_decoder == "both") {
+    job.laz_decoder = laz_decoder_choice::gpu;
+    job.laz_gpu_sizes.share_min_points = 0;
+  }
   HG_EXPECTS(o.gpu_start == "cpu" || o.gpu_start == "wait", error_kind::usage,
              "--gpu-start: '" + o.gpu_start + "' is not cpu or wait");
   job.cpu_while_gpu_starts = o.gpu_start == "cpu";

@@ -36,6 +36,7 @@ struct grid_options {
   std::string mode{"auto"};
   std::string read_ahead;  ///< --read-ahead SIZE; empty: the default (min(2G, a quarter of the host budget))
   std::string las_decoder{"auto"};  ///< --las-decoder auto|cpu
+  std::string laz_decoder{"auto"};  ///< --laz-decoder auto|cpu|gpu|both
   std::string gpu_start{"cpu"};     ///< --gpu-start cpu|wait
   double gpu_memory_wait{600.0};    ///< --gpu-memory-wait SECONDS (--device gpu)
   std::string copc_level;           ///< --copc-level N|auto; empty: every level

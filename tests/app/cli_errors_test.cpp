@@ -142,6 +142,7 @@ TEST_F(Cli, BadOptionValues)
   expect_failure(run(base + "--device tpu"), 2, "tpu", o);
   expect_failure(run(base + "--returns middle"), 2, "middle", o);
   expect_failure(run(base + "--read-ahead lots"), 2, "--read-ahead", o);
+  expect_failure(run(base + "--laz-decoder fpga"), 2, "--laz-decoder: 'fpga' is not auto, cpu, gpu or both", o);
   // 0 turns reading ahead of the GPU off; any size is a usable value on any device.
   ASSERT_EQ(run(base + "--read-ahead 0").code, 0);
   ASSERT_EQ(run(base + "--read-ahead 64M --overwrite").code, 0);
