@@ -184,9 +184,9 @@ CLI::App* add_grid_command(CLI::App& app, grid_options& o)
     ->default_val("auto");
   cmd->add_option("--laz-decoder", o.laz_decoder,
                   "Where LAZ chunks are decoded: auto (the GPU decoder where its estimate beats the CPU's or under "
-                  "--device gpu, and in jobs of 3*10^7 points or more the readers decode a share beside it, sized "
-                  "to finish with the GPU), both (that share in a job of any size), gpu (every chunk the GPU "
-                  "decoder takes) or cpu")
+                  "--device gpu; in jobs of 4*10^8 points or more, pointwise ones counting thrice, the readers decode "
+                  "a share beside it, sized to finish with the GPU), both (that share in a job of any size), gpu "
+                  "(every chunk the GPU decoder takes) or cpu")
     ->default_val("auto");
   cmd->add_option("--copc-level", o.copc_level,
                   "COPC and EPT inputs: read octree levels 0..N only, or auto: down to the first level whose point "

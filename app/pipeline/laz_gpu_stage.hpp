@@ -83,7 +83,8 @@ struct laz_gpu_limits {
   /// hold it): seconds to wait for it before the chunks left go back to the readers (0: at once).
   double memory_wait_s{0.0};
   /// Both decoders on one job: the readers (`share_threads` of them; 0: never) decode chunks
-  /// themselves in a job of at least `share_min_points` LAZ points: every chunk they come to before
+  /// themselves in a job of at least `share_min_points` LAZ points (pointwise ones weighted as
+  /// auto_device_policy::laz_share_min_points says): every chunk they come to before
   /// the waves are planned (`share_before_plan`: CUDA is still starting), then, where the records
   /// are binned on the device, the chunks they come to first, as many as they decode in the time
   /// the GPU takes for the rest (laz_cpu_share_chunks; `share_fixed_s`: a wave's cost besides its

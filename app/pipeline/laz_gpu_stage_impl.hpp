@@ -175,7 +175,13 @@ struct laz_gpu_stage::impl {
   void plan(std::size_t max_chunks, std::uint64_t max_device_bytes, bool folding);
 
   /// Large enough for the readers to share the decoding. Caller holds `mutex`.
-  [[nodiscard]] bool may_share() const { return limits.share_threads > 0 && points >= limits.share_min_points; }
+  [[nodiscard]] bool may_share() const
+  {
+    using policy = auto_device_policy;
+    double const pointwise_weight = policy::laz_gpu_points_per_slot_s / policy::laz_gpu_pointwise_points_per_slot_s;
+    double const weighted = static_cast<double>(points - pointwise_points) + pointwise_weight * static_cast<double>(pointwise_points);
+    return limits.share_threads > 0 && weighted >= static_cast<double>(limits.share_min_points);
+  }
 
   /// A reader about to decode a chunk of its share while the GPU's wave is read and uploaded waits
   /// for the upload: the upload takes every core for a tenth of a second, and the kernel waits for

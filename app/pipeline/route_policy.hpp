@@ -61,12 +61,14 @@ struct auto_device_policy {
   static constexpr double laz_pointwise_points_per_s = 9.0e7;
   static constexpr double laz_pointwise_seconds_per_chunk_point = 2.0e-5;
   /// The readers decode chunks themselves beside the GPU decoder (laz_cpu_share_chunks) in jobs of
-  /// at least this many LAZ points; below, CUDA's start is most of the GPU's time and the few
-  /// chunks it leaves are not worth the cores its start and uploads need. The decoder's rate a
-  /// chunk it holds at once (laz_gpu_decoder::threads(): a layered chunk a warp; pointwise chunks
-  /// take a block each, half as many at once) with every one busy, and what a wave costs besides
-  /// its kernel (upload and fold). docs/benchmarks.md, "Both decoders".
-  static constexpr std::uint64_t laz_share_min_points = 30'000'000;
+  /// at least this many LAZ points, a pointwise point counting as laz_gpu_points_per_slot_s /
+  /// laz_gpu_pointwise_points_per_slot_s layered ones (what it costs the GPU): about a second of
+  /// the decoder's. Below, the share gained nothing (10^8 layered points) or lost (5 x 10^7): the
+  /// cores the readers take slow CUDA's start and the upload as much as they save. The decoder's
+  /// rate a chunk it holds at once (laz_gpu_decoder::threads(): a layered chunk a warp; pointwise
+  /// chunks take a block each, half as many at once) with every one busy, and what a wave costs
+  /// besides its kernel (upload and fold). docs/benchmarks.md, "Both decoders".
+  static constexpr std::uint64_t laz_share_min_points = 400'000'000;
   /// The readers' rate beside the GPU a thread (below the CPU route's: a core waits for the device).
   static constexpr double laz_share_cpu_points_per_thread_s = 3.3e6;
   static constexpr double laz_share_cpu_pointwise_points_per_thread_s = 2.1e6;
