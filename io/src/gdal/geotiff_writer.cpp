@@ -208,6 +208,8 @@ class raster_writer::impl {
       int block_rows = 0;
       dataset_->GetRasterBand(1)->GetBlockSize(&block_cols, &block_rows);
       block_rows_ = static_cast<std::size_t>(std::clamp<int>(block_rows, 1, static_cast<int>(grid_.rows)));
+      char const* const interleave = dataset_->GetMetadataItem("INTERLEAVE", "IMAGE_STRUCTURE");
+      band_blocks_ = dataset_->GetRasterCount() == 1 || (interleave != nullptr && detail::equals_ignoring_case(interleave, "BAND"));
     } catch (...) {
       abandon();
       throw;
@@ -357,12 +359,17 @@ class raster_writer::impl {
       std::size_t const height = block_row_height(k);
       std::size_t const first = std::max(row0, block_row0);
       std::size_t const last = std::min(row0 + rows, block_row0 + height);
-      if (bands_.size() == 1 && first == block_row0 && last == block_row0 + height) {
-        // A whole block row of one band in the file's type: its blocks come straight from the column.
-        if (T const* direct = same_type_column<T>(in, bands_.front(), (first - row0) * cols)) {
+      if ((bands_.size() == 1 || band_blocks_) && first == block_row0 && last == block_row0 + height) {
+        // A whole block row, every band in the file's type: its blocks come straight from the
+        // columns (one band, or bands stored apart: INTERLEAVE=BAND).
+        std::vector<T const*> direct;
+        for (auto const m : bands_) {
+          if (T const* column = same_type_column<T>(in, m, (first - row0) * cols)) { direct.push_back(column); }
+        }
+        if (direct.size() == bands_.size()) {
           for (std::size_t r = first; r < last; ++r) { written_[r] = true; }
           rows_written_ += height;
-          write_blocks(block_row0, height, direct);
+          for (std::size_t b = 0; b < direct.size(); ++b) { write_blocks(static_cast<int>(b) + 1, block_row0, height, direct[b]); }
           continue;
         }
       }
@@ -449,8 +456,12 @@ class raster_writer::impl {
   template <typename T>
   void write_block_row(std::size_t row0, std::size_t rows, std::vector<T>& samples)
   {
-    if (bands_.size() == 1) {
-      write_blocks(row0, rows, samples.data());
+    if (bands_.size() == 1 || band_blocks_) {
+      // Bands stored apart: each band's blocks straight to the compression threads (samples are
+      // band after band, `rows` rows each).
+      for (std::size_t b = 0; b < bands_.size(); ++b) {
+        write_blocks(static_cast<int>(b) + 1, row0, rows, samples.data() + b * rows * grid_.cols);
+      }
       return;
     }
     gdal_error_scope errors;
@@ -481,16 +492,17 @@ class raster_writer::impl {
     }
   }
 
-  /// One band: each block of the block row (`rows` rows of grid_.cols samples at `samples`) goes
-  /// to GDAL whole with WriteBlock, which hands it to the compression threads without GDAL's block
-  /// cache (RasterIO copied the row into cached blocks, each new one zeroed first, and flushed them:
-  /// two more passes over the samples on this thread). The part of an edge block outside the raster
-  /// holds zeros, as the cached blocks did, so the file is the same byte for byte.
+  /// Band `band_index` of one band's file, or of a file whose bands are stored apart: each block of
+  /// the block row (`rows` rows of grid_.cols samples at `samples`) goes to GDAL whole with
+  /// WriteBlock, which hands it to the compression threads without GDAL's block cache (RasterIO
+  /// copied the row into cached blocks, each new one zeroed first, and flushed them: two more
+  /// passes over the samples on this thread). The part of an edge block outside the raster holds
+  /// zeros, as the cached blocks did, so the file is the same byte for byte.
   template <typename T>
-  void write_blocks(std::size_t row0, std::size_t rows, T const* samples)
+  void write_blocks(int band_index, std::size_t row0, std::size_t rows, T const* samples)
   {
     gdal_error_scope errors;
-    GDALRasterBand* band = dataset_->GetRasterBand(1);
+    GDALRasterBand* band = dataset_->GetRasterBand(band_index);
     int block_cols = 0;
     int block_rows = 0;
     band->GetBlockSize(&block_cols, &block_rows);
@@ -536,6 +548,7 @@ class raster_writer::impl {
   std::optional<temporary_file> source_;  ///< COG only: the GTiff the rows are written to
   gdal_dataset_ptr dataset_;
   std::size_t block_rows_{1};
+  bool band_blocks_{false};  ///< one band, or bands stored apart (INTERLEAVE=BAND): blocks by WriteBlock
   std::map<std::size_t, pending_block_row> pending_;  ///< by block row index
   std::variant<std::vector<std::uint32_t>, std::vector<float>, std::vector<double>> spare_;
   std::variant<std::vector<std::uint32_t>, std::vector<float>, std::vector<double>> block_buffer_;  ///< write_blocks
