@@ -59,28 +59,28 @@ accumulator_view band_accumulators::merged(std::uint32_t row0, std::uint32_t row
 }
 
 finalized_window band_accumulators::finalize(std::uint32_t row0, std::uint32_t rows, std::uint32_t cols,
-                                             metric_request const& request, float nodata)
+                                             metric_request const& request, float nodata, std::uint32_t col0)
 {
   finalized_window f;
   if (gpu_ == nullptr) {
-    f.bands = host_->finalize_rows(row0, rows, cols, request, nodata, &f.counts);
+    f.bands = host_->finalize_rows(row0, rows, cols, request, nodata, &f.counts, col0);
   } else if (host_ == nullptr) {
     // The device's windows: non-empty cells and the total are counted from their counts.
     metric_request with_count = request;
     with_count.count = true;
-    f.bands = gpu_->finalize_rows(row0, rows, cols, with_count, nodata);
+    f.bands = gpu_->finalize_rows(row0, rows, cols, with_count, nodata, col0);
     f.counts = counts_of(f.bands.count);
     if (!request.count) { f.bands.count = {}; }
   } else {
-    auto const view = merged(row0, rows, scratch_);
-    f.bands = finalize_window(view, 0, band_.grid.cols, rows, cols, request, nodata, &f.counts);
+    auto const view = merged(row0, rows, scratch_);  // whole rows
+    f.bands = finalize_window(view, col0, band_.grid.cols, rows, cols, request, nodata, &f.counts);
     if (request.needs_tags()) {
       // Both sides' tagged counts of the window's rows, summed (only a GPU that failed mid-pass
       // leaves tagged points on both: the cooperative route keeps them on the GPU alone).
       std::vector<std::uint32_t> tags(view.cells * request.tags.size());
       gpu_->download_tags(row0, rows, tags.data());
       host_->add_tags_into(tags.data(), std::uint64_t{row0} * band_.grid.cols, view.cells);
-      finalize_tag_window(tags.data(), view.cells, 1, view, 0, band_.grid.cols, rows, cols, request, f.bands);
+      finalize_tag_window(tags.data(), view.cells, 1, view, col0, band_.grid.cols, rows, cols, request, f.bands);
     }
   }
   f.bands.add_density(request, nodata);

@@ -38,10 +38,10 @@ class band_accumulators {
   /// largest, or the exact merged largest where that sum exceeds what Float32 holds exactly (2^24).
   [[nodiscard]] std::uint64_t max_count();
 
-  /// Output window of band rows [row0, row0 + rows), the first `cols` columns, for `request` (count
-  /// kept only when asked; the counts of the window always).
+  /// Output window of band rows [row0, row0 + rows), columns [col0, col0 + cols), for `request`
+  /// (count kept only when asked; the counts of the window always).
   [[nodiscard]] finalized_window finalize(std::uint32_t row0, std::uint32_t rows, std::uint32_t cols,
-                                          metric_request const& request, float nodata);
+                                          metric_request const& request, float nodata, std::uint32_t col0 = 0);
 
  private:
   struct scratch {

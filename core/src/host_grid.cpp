@@ -225,36 +225,37 @@ void host_grid::merge_into(accumulator_view const& window, std::uint64_t first) 
 }
 
 cell_results host_grid::finalize_rows(std::uint32_t row0, std::uint32_t rows, std::uint32_t cols,
-                                      metric_request const& request, float nodata, window_counts* counts) const
+                                      metric_request const& request, float nodata, window_counts* counts,
+                                      std::uint32_t col0) const
 {
-  HG_EXPECTS(row0 + std::uint64_t{rows} <= band_.rows && cols <= band_.grid.cols, error_kind::internal,
-          "host_grid::finalize_rows: window outside the band");
+  HG_EXPECTS(row0 + std::uint64_t{rows} <= band_.rows && std::uint64_t{col0} + cols <= band_.grid.cols,
+             error_kind::internal, "host_grid::finalize_rows: window outside the band");
   if (words_ != nullptr && z_rule_set_.load(std::memory_order_acquire)) {
-    return finalize_words(row0, rows, cols, request, nodata, counts);
+    return finalize_words(row0, rows, cols, request, nodata, counts, col0);
   }
-  auto r = finalize_window(acc_, std::uint64_t{row0} * band_.grid.cols, band_.grid.cols, rows, cols, request, nodata,
-                           counts);
+  std::uint64_t const first = std::uint64_t{row0} * band_.grid.cols + col0;
+  auto r = finalize_window(acc_, first, band_.grid.cols, rows, cols, request, nodata, counts);
   if (request.needs_order()) {
     HG_EXPECTS(order_ != nullptr, error_kind::internal, "host_grid::finalize_rows: order statistics of a grid that kept no points");
     if (!order_->finalized()) { order_->finalize(acc_.count, acc_.cells, request, nodata); }
-    order_->copy_window(std::uint64_t{row0} * band_.grid.cols, band_.grid.cols, rows, cols, request, r);
+    order_->copy_window(first, band_.grid.cols, rows, cols, request, r);
   }
   if (request.needs_tags()) {
     HG_EXPECTS(tags_ != nullptr || acc_.cells == 0, error_kind::internal,
                "host_grid::finalize_rows: tagged counts of a grid that kept none");
-    finalize_tag_window(tags_, 1, tag_bands_, acc_, std::uint64_t{row0} * band_.grid.cols, band_.grid.cols, rows, cols,
-                        request, r);
+    finalize_tag_window(tags_, 1, tag_bands_, acc_, first, band_.grid.cols, rows, cols, request, r);
   }
   return r;
 }
 
 cell_results host_grid::finalize_words(std::uint32_t row0, std::uint32_t rows, std::uint32_t cols,
-                                       metric_request const& request, float nodata, window_counts* counts) const
+                                       metric_request const& request, float nodata, window_counts* counts,
+                                       std::uint32_t col0) const
 {
   cell_results r;
   band_pointers const out = sized_bands(r, request, std::size_t{rows} * cols);
   bool const pairs = pairs_used_.load(std::memory_order_relaxed);
-  std::uint64_t const first = std::uint64_t{row0} * band_.grid.cols;
+  std::uint64_t const first = std::uint64_t{row0} * band_.grid.cols + col0;
   auto const nrows = static_cast<std::int64_t>(rows);
   std::uint64_t non_empty = 0;
 #pragma omp parallel for schedule(static) reduction(+ : non_empty)

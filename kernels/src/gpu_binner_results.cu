@@ -8,12 +8,13 @@
 namespace heightgrid {
 
 cell_results gpu_binner::finalize_rows(std::uint32_t row0, std::uint32_t rows, std::uint32_t cols,
-                                       metric_request const& request, float nodata)
+                                       metric_request const& request, float nodata, std::uint32_t col0)
 {
   impl_->use_device();
   auto& s = *impl_;
-  HG_EXPECTS(std::uint64_t{row0} + rows <= s.band.rows && cols <= s.band.grid.cols, error_kind::internal,
-          "gpu_binner::finalize_rows: window outside the band");
+  HG_EXPECTS(std::uint64_t{row0} + rows <= s.band.rows && std::uint64_t{col0} + cols <= s.band.grid.cols,
+             error_kind::internal, "gpu_binner::finalize_rows: window outside the band");
+  std::uint64_t const first = std::uint64_t{row0} * s.band.grid.cols + col0;
   detail::cuda_event start, stop;
   cudaStream_t const st = s.compute;
   start.record(st);
@@ -26,7 +27,7 @@ cell_results gpu_binner::finalize_rows(std::uint32_t row0, std::uint32_t rows, s
   if (cells > 0) {
     detail::finalize_rows_thread_per_cell_kernel<<<detail::grid_blocks(cells, detail::batch_policy::block_threads),
                                                    detail::batch_policy::block_threads, 0, st>>>(
-      s.view(), std::uint64_t{row0} * s.band.grid.cols, s.band.grid.cols, cols, cells, out, nodata);
+      s.view(), first, s.band.grid.cols, cols, cells, out, nodata);
     HG_CUDA_CHECK_LAUNCH();
   }
   cell_results r;
@@ -52,7 +53,7 @@ cell_results gpu_binner::finalize_rows(std::uint32_t row0, std::uint32_t rows, s
     auto const copy_column = [&](std::size_t k, column<float>& host) {
       touch_pages(host.data(), host.size() * sizeof(float));
       // Rows of `cols` cells out of the band's rows of band.grid.cols.
-      float const* from = s.order_bands.data() + k * s.band.cells() + std::uint64_t{row0} * s.band.grid.cols;
+      float const* from = s.order_bands.data() + k * s.band.cells() + first;
       if (cells > 0) {
         HG_CUDA_TRY(cudaMemcpy2DAsync(host.data(), cols * sizeof(float), from, s.band.grid.cols * sizeof(float),
                                    cols * sizeof(float), rows, cudaMemcpyDeviceToHost, st));
@@ -71,7 +72,7 @@ cell_results gpu_binner::finalize_rows(std::uint32_t row0, std::uint32_t rows, s
     if (cells > 0) {
       detail::finalize_tags_thread_per_cell_kernel<<<detail::grid_blocks(cells * bands, detail::batch_policy::block_threads),
                                                      detail::batch_policy::block_threads, 0, st>>>(
-        s.tag_view(), s.count.data(), std::uint64_t{row0} * s.band.grid.cols, s.band.grid.cols, cols, cells, bands,
+        s.tag_view(), s.count.data(), first, s.band.grid.cols, cols, cells, bands,
         tag_bands.data());
       HG_CUDA_CHECK_LAUNCH();
     }

@@ -137,7 +137,7 @@ void gpu_binner::fold_device_records(void const*, std::uint32_t, bool, std::vect
 void gpu_binner::wait_folds() { unavailable("gpu_binner::wait_folds"); }
 std::uint64_t gpu_binner::points_outside() { unavailable("gpu_binner::points_outside"); }
 std::uint64_t gpu_binner::points_binned() { unavailable("gpu_binner::points_binned"); }
-cell_results gpu_binner::finalize_rows(std::uint32_t, std::uint32_t, std::uint32_t, metric_request const&, float)
+cell_results gpu_binner::finalize_rows(std::uint32_t, std::uint32_t, std::uint32_t, metric_request const&, float, std::uint32_t)
 {
   unavailable("gpu_binner::finalize_rows");
 }

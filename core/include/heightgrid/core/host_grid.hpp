@@ -112,13 +112,14 @@ class host_grid {
   /// out + k * cells): how a window merges with the device's (gpu_binner::download_tags).
   void add_tags_into(std::uint32_t* out, std::uint64_t first, std::uint64_t cells) const;
 
-  /// Output bands of rows [row0, row0 + rows) of the band (band-local rows), cropped to the first
-  /// `cols` columns (cols <= grid.cols: an output grid that shares the origin). OpenMP-parallel.
-  /// Order statistics are computed for the whole band at the first call (the kept points freed).
+  /// Output bands of rows [row0, row0 + rows) of the band (band-local rows), cropped to columns
+  /// [col0, col0 + cols) (col0 + cols <= grid.cols: an output grid that is a window of this one, e.g.
+  /// the kept points' grid inside the one guessed from the headers). OpenMP-parallel. Order
+  /// statistics are computed for the whole band at the first call (the kept points freed).
   /// `counts`, when given, receives the window's counts (no count band needed for them).
   [[nodiscard]] cell_results finalize_rows(std::uint32_t row0, std::uint32_t rows, std::uint32_t cols,
                                            metric_request const& request, float nodata,
-                                           window_counts* counts = nullptr) const;
+                                           window_counts* counts = nullptr, std::uint32_t col0 = 0) const;
 
   /// Sum of every cell's count (to detect a count that overflowed 2^32 - 1). Needs counts.
   [[nodiscard]] std::uint64_t total_count() const;
@@ -129,7 +130,8 @@ class host_grid {
   /// Whether `t`'s z rule is the one of the integer words, adopting it for the first such batch.
   bool z_rule_of_words(scaled_coords const& t);
   [[nodiscard]] cell_results finalize_words(std::uint32_t row0, std::uint32_t rows, std::uint32_t cols,
-                                            metric_request const& request, float nodata, window_counts* counts) const;
+                                            metric_request const& request, float nodata, window_counts* counts,
+                                            std::uint32_t col0) const;
 
   grid_band band_;
   accumulator_view acc_;

@@ -132,11 +132,11 @@ class gpu_binner {
   [[nodiscard]] std::uint64_t points_outside();
   [[nodiscard]] std::uint64_t points_binned();
 
-  /// Output bands of band rows [row0, row0 + rows), the first `cols` columns of each row (an
-  /// output grid sharing the band's origin): finalized on the device, then downloaded. Order
+  /// Output bands of band rows [row0, row0 + rows), columns [col0, col0 + cols) of each row (an
+  /// output grid that is a window of the band's): finalized on the device, then downloaded. Order
   /// statistics are computed for the whole band at the first call (the kept points freed).
   [[nodiscard]] cell_results finalize_rows(std::uint32_t row0, std::uint32_t rows, std::uint32_t cols,
-                                           metric_request const& request, float nodata);
+                                           metric_request const& request, float nodata, std::uint32_t col0 = 0);
 
   /// Downloads the raw accumulators of band rows [row0, row0 + rows) (whole rows) into host memory
   /// laid out like host_grid's: lo, hi, count of rows * band.grid.cols cells (sums not downloaded:
