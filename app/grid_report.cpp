@@ -40,6 +40,11 @@ void report_stages(grid_job_report const& r, double input_bytes, double open_s, 
   char const* const sink_name = r.gpu_batches == 0   ? "binning on the CPU"
                                 : r.cpu_batches == 0 ? "handing batches to the GPU (waiting for its start, uploads)"
                                                      : "binning on the CPU or handing batches to the GPU";
+  if (r.grid_crop.first != 0 || r.grid_crop.second != 0) {
+    spdlog::debug("grid: the points kept start {} column(s) right of and {} row(s) below the headers' bounds: their "
+                  "grid cropped from the accumulators, in the same pass",
+                  r.grid_crop.first, r.grid_crop.second);
+  }
   spdlog::debug("read: {} records{} on {} threads in {} (passes: {} binning, {} bounds), workers {:.0f} % reading "
                 "({:.1f} M records/s/thread){}, {:.0f} % {}, {:.0f} % waiting",
                 with_commas(records),

@@ -31,6 +31,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace heightgrid::app {
@@ -130,6 +131,10 @@ struct grid_job_report {
   double finalize_s{0.0};     ///< finalize + download of the row windows (the output's time excluded)
   std::uint64_t bytes_read{0};
   region_report copc;  ///< what the COPC inputs' windows and levels kept (restrict_to)
+  /// Columns and rows the output grid (the kept points') starts right of and below the one guessed
+  /// from the headers, cropped from its accumulators in the same pass (a filter that dropped the
+  /// points of its first columns or rows); {0, 0} otherwise.
+  std::pair<std::uint32_t, std::uint32_t> grid_crop{0, 0};
   std::vector<std::string> warnings;
 };
 

@@ -130,6 +130,7 @@ class grid_job {
 
   std::uint64_t max_count_bound(int bands, grid_band const& band);
 
+  /// The output rows of `band` (accumulator rows, less out_row0_), columns from out_col0_.
   void finalize_band(grid_band const& band, grid_spec const& out_grid);
 
   void confirm_gpu();
@@ -159,6 +160,10 @@ class grid_job {
   bool speculative_{false};
   bool no_points_{false};
   bool levels_cut_{false};  ///< COPC inputs read above their deepest level (restrict_sources)
+  /// Where the output grid starts in the accumulators' (the kept points' grid, a window of the one
+  /// guessed from the headers when a filter dropped the points of its first rows or columns).
+  std::uint32_t out_col0_{0};
+  std::uint32_t out_row0_{0};
   bool gpu_used_{false};
   std::unique_ptr<host_grid> host_;
   read_report last_read_;

@@ -15,6 +15,8 @@
 #include <algorithm>
 #include <cmath>
 #include <future>
+#include <optional>
+#include <utility>
 #include <sstream>
 
 namespace heightgrid::app {
@@ -42,6 +44,27 @@ bool within(bounds const& inner, bounds const& outer) noexcept
 bool same_origin(grid_spec const& a, grid_spec const& b) noexcept
 {
   return a.x0 == b.x0 && a.y0 == b.y0 && a.xres == b.xres && a.yres == b.yres;
+}
+
+/// Where `inner` starts in `outer` (column, row) when it is a window of it: the same cells (the same
+/// resolution, its origin exactly on one of `outer`'s cell corners) and inside it. Both grids are
+/// snapped to whole cells the same way, so the kept points' grid is one of the guessed grid's.
+std::optional<std::pair<std::uint32_t, std::uint32_t>> window_in(grid_spec const& inner, grid_spec const& outer) noexcept
+{
+  if (inner.xres != outer.xres || inner.yres != outer.yres || outer.xres == 0.0 || outer.yres == 0.0) { return std::nullopt; }
+  // Columns run east from x0, rows south from y0 (the top edge).
+  double const dc = std::round((inner.x0 - outer.x0) / outer.xres);
+  double const dr = std::round((outer.y0 - inner.y0) / outer.yres);
+  if (dc < 0.0 || dr < 0.0 || dc > static_cast<double>(outer.cols) || dr > static_cast<double>(outer.rows)) {
+    return std::nullopt;
+  }
+  auto const col0 = static_cast<std::uint32_t>(dc);
+  auto const row0 = static_cast<std::uint32_t>(dr);
+  // Exactly the origin a grid of the kept points gets (the output's georeferencing is the same
+  // whether the points were read once or twice).
+  if (outer.x0 + col0 * outer.xres != inner.x0 || outer.y0 - row0 * outer.yres != inner.y0) { return std::nullopt; }
+  if (std::uint64_t{col0} + inner.cols > outer.cols || std::uint64_t{row0} + inner.rows > outer.rows) { return std::nullopt; }
+  return std::make_pair(col0, row0);
 }
 
 }  // namespace
@@ -116,7 +139,15 @@ bool grid_job::bin_and_write()
                                                                  actual.cols <= grid_.cols &&
                                                                  actual.rows <= grid_.rows));
         note_lying_headers();
-        if (!fits) {
+        // The kept points starting a few cells right of or below the headers' bounds (a filter that
+        // drops the edge points): their grid is a window of the accumulators', cropped from them.
+        auto const window = !fits && pass_outside_ == 0 && !levels_cut_ ? window_in(actual, grid_) : std::nullopt;
+        if (window) {
+          out_col0_ = window->first;
+          out_row0_ = window->second;
+          report_.grid_crop = {out_col0_, out_row0_};
+        }
+        if (!fits && !window) {
           // Points outside the guessed grid (headers that lie), or the kept points starting in a
           // later cell than the headers' bounds (a filter that drops the edge points, headers wider
           // than the points): the accumulators hold another grid than the output's.
@@ -131,7 +162,8 @@ bool grid_job::bin_and_write()
           speculative_ = false;
           return false;
         }
-        if (!levels_cut_) { out_grid = actual; }  // the same origin: the guessed grid cropped at the right and bottom
+        // The guessed grid cropped at the right and bottom (the same origin), or to a window of it.
+        if (!levels_cut_) { out_grid = actual; }
       }
       report_.grid = out_grid;
       output_.begin(out_grid, max_count_bound(todo.empty() ? 1 : 2, band));
@@ -313,9 +345,15 @@ std::uint64_t grid_job::max_count_bound(int bands, grid_band const& band)
 void grid_job::finalize_band(grid_band const& band, grid_spec const& out_grid)
 {
   auto const t = clock_type::now();
-  std::uint32_t const out_rows_end = std::min<std::uint32_t>(band.first_row + band.rows, out_grid.rows);
-  if (band.first_row >= out_rows_end) { return; }
-  std::uint32_t const rows_in_band = out_rows_end - band.first_row;
+  // The band's rows [begin, end) (band-local) that hold output rows: accumulator rows
+  // [out_row0_, out_row0_ + out_grid.rows).
+  std::uint64_t const out_first = out_row0_;
+  std::uint64_t const out_end = out_first + out_grid.rows;
+  std::uint64_t const band_first = band.first_row;
+  std::uint64_t const band_end = band_first + band.rows;
+  if (std::max(band_first, out_first) >= std::min(band_end, out_end)) { return; }
+  auto const begin = static_cast<std::uint32_t>(std::max(band_first, out_first) - band_first);
+  auto const end = static_cast<std::uint32_t>(std::min(band_end, out_end) - band_first);
   std::uint32_t const rows_per =
     static_cast<std::uint32_t>(std::max<std::uint64_t>(1, window_cells / std::max<std::uint32_t>(1, band.grid.cols)));
   metric_request fin = o_.request;
@@ -324,18 +362,18 @@ void grid_job::finalize_band(grid_band const& band, grid_spec const& out_grid)
   double writing = 0.0;
   omp_set_num_threads(static_cast<int>(threads_));
   auto const finalize = [&](std::uint32_t r) {
-    return acc.finalize(r, std::min(rows_per, rows_in_band - r), out_grid.cols, fin, o_.nodata);
+    return acc.finalize(r, std::min(rows_per, end - r), out_grid.cols, fin, o_.nodata, out_col0_);
   };
   // Where the device finalizes, window k + 1 is finalized and downloaded while window k is written
   // (its DEFLATE takes the cores; the device and the copy engine are free). On the CPU both would
   // take the same cores: one after the other.
   bool const overlap = gpu_used_;
   std::future<finalized_window> next;
-  if (overlap) { next = std::async(std::launch::async, finalize, 0U); }
-  for (std::uint32_t r = 0; r < rows_in_band; r += rows_per) {
-    std::uint32_t const rows = std::min(rows_per, rows_in_band - r);
+  if (overlap) { next = std::async(std::launch::async, finalize, begin); }
+  for (std::uint32_t r = begin; r < end; r += rows_per) {
+    std::uint32_t const rows = std::min(rows_per, end - r);
     finalized_window f = overlap ? next.get() : finalize(r);
-    if (overlap && r + rows < rows_in_band) { next = std::async(std::launch::async, finalize, r + rows); }
+    if (overlap && r + rows < end) { next = std::async(std::launch::async, finalize, r + rows); }
     window_counts const& c = f.counts;
     std::uint32_t largest = c.largest;
     std::uint64_t const total = c.total, non_empty = c.non_empty;
@@ -344,7 +382,7 @@ void grid_job::finalize_band(grid_band const& band, grid_spec const& out_grid)
     counted_ += total;
     report_.non_empty += non_empty;
     auto const w = clock_type::now();
-    output_.write_rows(band.first_row + r, rows, f.bands);
+    output_.write_rows(static_cast<std::uint32_t>(band_first + r - out_first), rows, f.bands);
     writing += seconds_since(w);
   }
   report_.finalize_s += seconds_since(t) - writing;

@@ -394,21 +394,40 @@ TEST(GridJob, MeanMergesEveryBatchInOrderWhenManyBatchesShareTheirCells)
   }
 }
 
-TEST(GridJob, AHeaderWiderThanThePointsAtTheOriginCostsASecondPass)
+TEST(GridJob, AHeaderWiderThanThePointsAtTheOriginIsCroppedInOnePass)
 {
-  auto const c = three_clouds(500, false);
-  std::vector<fake_source*> raw;
-  auto const sources = sources_of(c, &raw);
-  raw[1]->declared->extend(-7.0, 200.0);  // wider west and north: another origin
-  auto o = job_options(extremes(), 1.0, device_choice::cpu, 3);
-  memory_output out;
-  auto const report = run_grid_job(sources, o, out);
-  grid_spec g;
-  auto const want = reference(c, o.request, 1.0, g);
-  EXPECT_EQ(report.passes, 2);
-  EXPECT_EQ(out.grid.x0, g.x0);
-  EXPECT_EQ(out.grid.cols, g.cols);
-  expect_bands(out.bands, want, o.request);
+  // Wider west and north: the points' grid starts 7 columns and some rows into the one guessed
+  // from the headers, and is cropped from its accumulators (the host's, the device's, both merged).
+  std::vector<device_choice> devices = {device_choice::cpu};
+  if (gpu_available()) {
+    devices.push_back(device_choice::gpu);
+    devices.push_back(device_choice::automatic);
+  }
+  metric_request sums = extremes();
+  sums.mean = true;
+  sums.count = true;
+  for (device_choice const device : devices) {
+    for (metric_request const& request : {extremes(), sums}) {
+      SCOPED_TRACE(std::to_string(static_cast<int>(device)) + (request.mean ? ", with mean" : ", extremes"));
+      auto const c = three_clouds(500, false);
+      std::vector<fake_source*> raw;
+      auto const sources = sources_of(c, &raw);
+      raw[1]->declared->extend(-7.0, 200.0);
+      auto o = job_options(request, 1.0, device, 3);
+      memory_output out;
+      auto const report = run_grid_job(sources, o, out);
+      grid_spec g;
+      auto const want = reference(c, o.request, 1.0, g);
+      EXPECT_EQ(report.passes, 1);
+      EXPECT_EQ(report.grid_crop.first, 7U);
+      EXPECT_GT(report.grid_crop.second, 0U);
+      EXPECT_EQ(out.grid.x0, g.x0);
+      EXPECT_EQ(out.grid.y0, g.y0);
+      EXPECT_EQ(out.grid.cols, g.cols);
+      EXPECT_EQ(out.grid.rows, g.rows);
+      expect_bands(out.bands, want, o.request);
+    }
+  }
 }
 
 TEST(GridJob, AHeaderWiderOnlyEastAndSouthIsCroppedInOnePass)
