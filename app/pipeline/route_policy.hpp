@@ -70,7 +70,7 @@ struct auto_device_policy {
   /// besides its kernel (upload and fold). docs/benchmarks.md, "Both decoders".
   static constexpr std::uint64_t laz_share_min_points = 400'000'000;
   /// The readers' rate beside the GPU a thread (below the CPU route's: a core waits for the device).
-  static constexpr double laz_share_cpu_points_per_thread_s = 3.3e6;
+  static constexpr double laz_share_cpu_points_per_thread_s = 3.1e6;
   static constexpr double laz_share_cpu_pointwise_points_per_thread_s = 2.1e6;
   static constexpr double laz_gpu_points_per_slot_s = 1.0e5;
   static constexpr double laz_gpu_pointwise_points_per_slot_s = 3.1e4;
