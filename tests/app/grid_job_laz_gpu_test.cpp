@@ -227,6 +227,24 @@ TEST(LazGpuStageReport, TwoPassesAddUp)
   EXPECT_EQ(c.failure, "first");
 }
 
+/// The job `o` again on `device` with the GPU LAZ decoder and `limits` (parts of 1000 points): the
+/// CPU run's bands and read counts (`cpu`, `want`) expected. Returns its report.
+grid_job_report rerun_with_the_gpu_decoder(std::vector<std::string> const& paths, grid_job_options o,
+                                           device_choice device, laz_gpu_limits const& limits,
+                                           memory_output const& cpu, grid_job_report const& want)
+{
+  o.device = device;
+  o.laz_decoder = laz_decoder_choice::gpu;
+  o.laz_gpu_sizes = limits;
+  auto const sources = open_all(paths, 1000);
+  memory_output gpu;
+  auto got = run_grid_job(sources, o, gpu);
+  EXPECT_TRUE(got.laz_gpu);
+  expect_bands(gpu.bands, cpu.bands, o.request);
+  expect_same_read(got, want);
+  return got;
+}
+
 TEST(GridJob, LazRecordsBinnedOnTheDeviceGridAsOnTheCpu)
 {
   // The GPU route with range/min/max/count: the decoder's records are binned where they are
@@ -280,15 +298,7 @@ TEST(GridJob, LazRecordsBinnedOnTheDeviceGridAsOnTheCpu)
             }
             continue;
           }
-          o.device = device;
-          o.laz_decoder = laz_decoder_choice::gpu;
-          o.laz_gpu_sizes = limits;
-          auto const gpu_sources = open_all(paths, 1000);
-          memory_output gpu;
-          auto const got = run_grid_job(gpu_sources, o, gpu);
-          ASSERT_TRUE(got.laz_gpu);
-          expect_bands(gpu.bands, cpu.bands, r);
-          expect_same_read(got, want);
+          auto const got = rerun_with_the_gpu_decoder(paths, o, device, limits, cpu, want);
           auto const& l = got.laz_gpu_stats;
           if (gpu_available()) {
             EXPECT_TRUE(l.failure.empty()) << l.failure;
@@ -341,15 +351,7 @@ TEST(GridJob, LazChunksSharedWithTheReadersGridAsOnTheCpu)
         auto const cpu_sources = open_all(paths, 1000);
         memory_output cpu;
         auto const want = run_grid_job(cpu_sources, o, cpu);
-        o.device = device;
-        o.laz_decoder = laz_decoder_choice::gpu;
-        o.laz_gpu_sizes = limits;
-        auto const gpu_sources = open_all(paths, 1000);
-        memory_output gpu;
-        auto const got = run_grid_job(gpu_sources, o, gpu);
-        ASSERT_TRUE(got.laz_gpu);
-        expect_bands(gpu.bands, cpu.bands, r);
-        expect_same_read(got, want);
+        auto const got = rerun_with_the_gpu_decoder(paths, o, device, limits, cpu, want);
         auto const& l = got.laz_gpu_stats;
         if (gpu_available()) {
           EXPECT_TRUE(l.failure.empty()) << l.failure;
@@ -364,9 +366,10 @@ TEST(GridJob, LazChunksSharedWithTheReadersGridAsOnTheCpu)
             if (l.chunks > l.skipped + 2) { EXPECT_GT(l.folded_chunks, 0U); }
           }
         } else {
-          // Without a GPU the readers decode every chunk (some counted as theirs when they came
-          // before CUDA's start had failed).
-          EXPECT_FALSE(l.failure.empty());
+          // Without a GPU the readers decode every chunk: some counted as theirs when they came
+          // before CUDA's start had failed (all of them, and the pass over, before the stage
+          // noticed: then it names no failure).
+          EXPECT_TRUE(!l.failure.empty() || l.cpu_chunks > 0);
           EXPECT_EQ(l.folded_chunks, 0U);
         }
       }
