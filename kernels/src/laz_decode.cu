@@ -120,14 +120,14 @@ struct laz_gpu_decoder::impl {
   std::size_t stride() const { return laz_gpu_record_bytes_of(layout); }
 
   // Pointwise: slots of models (detail/laz/pointwise.hpp), laid out for `pointwise_extra` extra bytes.
-  std::size_t pointwise_max{0};  // slots a pointwise decode() uses at most; 0: not yet known
+  std::size_t pointwise_max[2]{0, 0};  // slots a pointwise decode() uses at most, without / with RGB; 0: not yet known
   std::size_t last_blocks{0};    // chunks the last decode() decoded at once
   std::size_t pointwise_laid_out{0};
   std::uint32_t pointwise_extra{0};
   std::size_t pointwise_slot_bytes{0};
   device_buffer<unsigned char> pointwise_slots;
   void lay_out_pointwise_slots(std::size_t wanted, std::uint32_t extra_bytes);
-  std::size_t pointwise_slots_of(std::uint32_t extra_bytes) const;
+  std::size_t pointwise_slots_of(detail::laz::pointwise_items const& items) const;
   void launch_layered(laz_gpu_format const& format, std::size_t chunk_count, unsigned blocks);
   std::size_t arena_u16{0};
   device_buffer<point14_channel> channels;
@@ -354,7 +354,7 @@ void laz_gpu_decoder::impl::launch_layered(laz_gpu_format const& format, std::si
 /// (a chunk is one long chain of dependent instructions: more chunks in flight hide more latency,
 /// as for the layered kernel), the constructor's count if it gave one; within a quarter of the free
 /// memory.
-std::size_t laz_gpu_decoder::impl::pointwise_slots_of(std::uint32_t extra_bytes) const
+std::size_t laz_gpu_decoder::impl::pointwise_slots_of(detail::laz::pointwise_items const& items) const
 {
   std::size_t wanted = requested;
   if (wanted == 0) {
@@ -362,12 +362,12 @@ std::size_t laz_gpu_decoder::impl::pointwise_slots_of(std::uint32_t extra_bytes)
     int sms = 0;
     HG_CUDA_TRY(cudaGetDevice(&device));
     HG_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    int const per_sm = detail::laz::pointwise_blocks_per_multiprocessor();
+    int const per_sm = detail::laz::pointwise_blocks_per_multiprocessor(items);
     wanted = static_cast<std::size_t>(std::max(per_sm, 1)) * static_cast<std::size_t>(std::max(sms, 1));
   }
   std::size_t free_bytes = 0, total_bytes = 0;
   HG_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
-  return std::min(wanted, std::max<std::size_t>(free_bytes / 4 / detail::laz::pointwise_slot_bytes(extra_bytes), 1));
+  return std::min(wanted, std::max<std::size_t>(free_bytes / 4 / detail::laz::pointwise_slot_bytes(items.extra_bytes), 1));
 }
 
 std::vector<laz_gpu_status> laz_gpu_decoder::decode(laz_gpu_format const& format,
@@ -412,8 +412,9 @@ std::vector<laz_gpu_status> laz_gpu_decoder::decode(laz_gpu_format const& format
                               cudaMemcpyHostToDevice, s.stream));
   HG_CUDA_TRY(cudaMemsetAsync(s.counter.data(), 0, sizeof(unsigned long long), s.stream));
   if (pointwise) {
-    if (s.pointwise_max == 0) { s.pointwise_max = s.pointwise_slots_of(format.extra_bytes); }
-    auto const blocks = static_cast<unsigned>(std::min(s.pointwise_max, chunks.size()));
+    std::size_t& most = s.pointwise_max[items.rgb ? 1 : 0];
+    if (most == 0) { most = s.pointwise_slots_of(items); }
+    auto const blocks = static_cast<unsigned>(std::min(most, chunks.size()));
     s.last_blocks = blocks;
     s.lay_out_pointwise_slots(blocks, format.extra_bytes);
     start.record(s.stream);

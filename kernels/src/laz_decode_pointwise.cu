@@ -27,10 +27,8 @@ static __global__ void lay_out_pointwise_kernel(unsigned char* slots, std::size_
 /// Where the result is valid: p.records[first_record * 20, +20 points) and p.status[c] of every
 /// chunk c, after the kernel. Example: chunks {points 3, points 5} → records 0-2 and 3-7 (if
 /// first_record says so), status {ok, ok}.
-static __global__ void __launch_bounds__(pointwise_block_threads) decode_pointwise_chunk_per_block_kernel(pointwise_params p)
+static __device__ __forceinline__ void decode_pointwise_chunks(pointwise_params const& p, pointwise_scratch& scratch)
 {
-  // The item state the decoder indexes dynamically: shared memory, not the lane's local memory.
-  __shared__ pointwise_scratch scratch;
   if (threadIdx.x != 0) { return; }
   auto* const models = reinterpret_cast<pointwise_models*>(p.slots + blockIdx.x * p.slot_bytes);
   for (;;) {
@@ -43,13 +41,40 @@ static __global__ void __launch_bounds__(pointwise_block_threads) decode_pointwi
   }
 }
 
+/// Every item set: as many blocks a multiprocessor as the registers the code wants allow (16 on an
+/// H200).
+static __global__ void __launch_bounds__(pointwise_block_threads) decode_pointwise_chunk_per_block_kernel(pointwise_params p)
+{
+  // The item state the decoder indexes dynamically: shared memory, not the lane's local memory.
+  __shared__ pointwise_scratch scratch;
+  decode_pointwise_chunks(p, scratch);
+}
+
+/// Blocks a multiprocessor must hold for items without RGB.
+constexpr int plain_items_min_blocks = 32;
+
+/// Items without RGB: twice the chunks at once in fewer registers (some spilled) decode faster;
+/// with RGB the spills cost more than the chunks gain (docs/benchmarks.md, "Pointwise LAZ on the
+/// device").
+static __global__ void __launch_bounds__(pointwise_block_threads, plain_items_min_blocks)
+  decode_plain_pointwise_chunk_per_block_kernel(pointwise_params p)
+{
+  __shared__ pointwise_scratch scratch;
+  decode_pointwise_chunks(p, scratch);
+}
+
 }  // namespace
 
-int pointwise_blocks_per_multiprocessor()
+int pointwise_blocks_per_multiprocessor(pointwise_items const& items)
 {
   int per_sm = 0;
-  HG_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_pointwise_chunk_per_block_kernel,
-                                                            pointwise_block_threads, 0));
+  if (items.rgb) {
+    HG_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_pointwise_chunk_per_block_kernel,
+                                                              pointwise_block_threads, 0));
+  } else {
+    HG_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, decode_plain_pointwise_chunk_per_block_kernel,
+                                                              pointwise_block_threads, 0));
+  }
   return per_sm;
 }
 
@@ -66,7 +91,11 @@ void launch_lay_out_pointwise(unsigned char* slots, std::size_t count, std::size
 void launch_decode_pointwise(pointwise_params const& p, unsigned blocks, cudaStream_t stream)
 {
   if (blocks == 0) { return; }
-  decode_pointwise_chunk_per_block_kernel<<<blocks, pointwise_block_threads, 0, stream>>>(p);
+  if (p.items.rgb) {
+    decode_pointwise_chunk_per_block_kernel<<<blocks, pointwise_block_threads, 0, stream>>>(p);
+  } else {
+    decode_plain_pointwise_chunk_per_block_kernel<<<blocks, pointwise_block_threads, 0, stream>>>(p);
+  }
   HG_CUDA_TRY(cudaGetLastError());
 }
 

@@ -28,8 +28,9 @@ struct pointwise_params {
 /// Threads a block of the pointwise kernel (a warp: one lane decodes, see the kernel).
 inline constexpr unsigned pointwise_block_threads = 32;
 
-/// Blocks of the pointwise kernel a multiprocessor holds at once (the occupancy calculator's).
-[[nodiscard]] int pointwise_blocks_per_multiprocessor();
+/// Blocks of the pointwise kernel for `items` a multiprocessor holds at once (the occupancy
+/// calculator's; items without RGB run a variant that holds more).
+[[nodiscard]] int pointwise_blocks_per_multiprocessor(pointwise_items const& items);
 
 /// Lays out `count` slots of `slot_bytes` (pointwise_slot_bytes(extra_bytes)) at `slots`, stream-ordered.
 void launch_lay_out_pointwise(unsigned char* slots, std::size_t count, std::size_t slot_bytes,
