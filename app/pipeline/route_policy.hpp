@@ -73,7 +73,7 @@ struct auto_device_policy {
   static constexpr double laz_share_cpu_points_per_thread_s = 3.1e6;
   static constexpr double laz_share_cpu_pointwise_points_per_thread_s = 2.1e6;
   static constexpr double laz_gpu_points_per_slot_s = 1.0e5;
-  static constexpr double laz_gpu_pointwise_points_per_slot_s = 3.1e4;
+  static constexpr double laz_gpu_pointwise_points_per_slot_s = 3.4e4;
   static constexpr double laz_share_wave_fixed_s = 0.15;
 };
 
