@@ -16,8 +16,8 @@
 #include <cmath>
 #include <future>
 #include <optional>
-#include <utility>
 #include <sstream>
+#include <utility>
 
 namespace heightgrid::app {
 namespace {
@@ -49,9 +49,12 @@ bool same_origin(grid_spec const& a, grid_spec const& b) noexcept
 /// Where `inner` starts in `outer` (column, row) when it is a window of it: the same cells (the same
 /// resolution, its origin exactly on one of `outer`'s cell corners) and inside it. Both grids are
 /// snapped to whole cells the same way, so the kept points' grid is one of the guessed grid's.
-std::optional<std::pair<std::uint32_t, std::uint32_t>> window_in(grid_spec const& inner, grid_spec const& outer) noexcept
+std::optional<std::pair<std::uint32_t, std::uint32_t>> window_in(grid_spec const& inner,
+                                                                  grid_spec const& outer) noexcept
 {
-  if (inner.xres != outer.xres || inner.yres != outer.yres || outer.xres == 0.0 || outer.yres == 0.0) { return std::nullopt; }
+  if (inner.xres != outer.xres || inner.yres != outer.yres || outer.xres == 0.0 || outer.yres == 0.0) {
+    return std::nullopt;
+  }
   // Columns run east from x0, rows south from y0 (the top edge).
   double const dc = std::round((inner.x0 - outer.x0) / outer.xres);
   double const dr = std::round((outer.y0 - inner.y0) / outer.yres);
@@ -63,7 +66,9 @@ std::optional<std::pair<std::uint32_t, std::uint32_t>> window_in(grid_spec const
   // Exactly the origin a grid of the kept points gets (the output's georeferencing is the same
   // whether the points were read once or twice).
   if (outer.x0 + col0 * outer.xres != inner.x0 || outer.y0 - row0 * outer.yres != inner.y0) { return std::nullopt; }
-  if (std::uint64_t{col0} + inner.cols > outer.cols || std::uint64_t{row0} + inner.rows > outer.rows) { return std::nullopt; }
+  if (std::uint64_t{col0} + inner.cols > outer.cols || std::uint64_t{row0} + inner.rows > outer.rows) {
+    return std::nullopt;
+  }
   return std::make_pair(col0, row0);
 }
 

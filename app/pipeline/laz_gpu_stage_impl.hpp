@@ -179,7 +179,8 @@ struct laz_gpu_stage::impl {
   {
     using policy = auto_device_policy;
     double const pointwise_weight = policy::laz_gpu_points_per_slot_s / policy::laz_gpu_pointwise_points_per_slot_s;
-    double const weighted = static_cast<double>(points - pointwise_points) + pointwise_weight * static_cast<double>(pointwise_points);
+    double const weighted =
+      static_cast<double>(points - pointwise_points) + pointwise_weight * static_cast<double>(pointwise_points);
     return limits.share_threads > 0 && weighted >= static_cast<double>(limits.share_min_points);
   }
 

@@ -37,7 +37,8 @@ void laz_gpu_stage::impl::share_with_readers()
     if (e.state == chunk_state::cpu && !e.released) { backlog_s += cpu_seconds(e); }
     if (e.state == chunk_state::pending && !e.handed && e.c.points > 0) { open.push_back(i); }
   }
-  double const slots = static_cast<double>(std::min<std::size_t>(std::max<std::size_t>(decoder->threads(), 1), std::max<std::size_t>(open.size(), 1)));
+  double const slots = static_cast<double>(
+    std::min<std::size_t>(std::max<std::size_t>(decoder->threads(), 1), std::max<std::size_t>(open.size(), 1)));
   std::vector<double> cpu_s, gpu_s;
   cpu_s.reserve(open.size());
   gpu_s.reserve(open.size());
@@ -77,8 +78,9 @@ void laz_gpu_stage::impl::plan(std::size_t max_chunks, std::uint64_t max_device_
     bool const theirs = e.state == chunk_state::cpu;  // the readers decode it beside the GPU
     if (theirs || e.c.points == 0 ||
         std::max<std::uint64_t>(e.c.bytes, std::uint64_t{e.c.points} * record_bytes) > ring_slot_bytes) {
-      // A chunk of no points (lazrs ends files of variable chunks with one), or larger than a
-      // ring slot (over 1.8 M points by default), stays with the readers.
+      // A chunk the readers decode beside the GPU, one of no points (lazrs ends files of variable
+      // chunks with one), or one larger than a ring slot (over 1.8 M points by default) stays with
+      // the readers.
       if (!theirs) {
         e.state = chunk_state::failed;
         ++stats.skipped;

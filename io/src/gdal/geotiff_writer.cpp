@@ -209,7 +209,8 @@ class raster_writer::impl {
       dataset_->GetRasterBand(1)->GetBlockSize(&block_cols, &block_rows);
       block_rows_ = static_cast<std::size_t>(std::clamp<int>(block_rows, 1, static_cast<int>(grid_.rows)));
       char const* const interleave = dataset_->GetMetadataItem("INTERLEAVE", "IMAGE_STRUCTURE");
-      band_blocks_ = dataset_->GetRasterCount() == 1 || (interleave != nullptr && detail::equals_ignoring_case(interleave, "BAND"));
+      band_blocks_ = dataset_->GetRasterCount() == 1 ||
+                     (interleave != nullptr && detail::equals_ignoring_case(interleave, "BAND"));
     } catch (...) {
       abandon();
       throw;
@@ -369,7 +370,9 @@ class raster_writer::impl {
         if (direct.size() == bands_.size()) {
           for (std::size_t r = first; r < last; ++r) { written_[r] = true; }
           rows_written_ += height;
-          for (std::size_t b = 0; b < direct.size(); ++b) { write_blocks(static_cast<int>(b) + 1, block_row0, height, direct[b]); }
+          for (std::size_t b = 0; b < direct.size(); ++b) {
+            write_blocks(static_cast<int>(b) + 1, block_row0, height, direct[b]);
+          }
           continue;
         }
       }

@@ -113,8 +113,8 @@ void check_output_path(std::string const& path, raster_write_options const& opti
 ///
 /// GTiff defaults: TILED=YES, COMPRESS=DEFLATE, ZLEVEL=1, no predictor, BIGTIFF=IF_SAFER,
 /// NUM_THREADS=ALL_CPUS, INTERLEAVE=BAND (each band's blocks written as they are). COG defaults:
-/// COMPRESS=DEFLATE, LEVEL=1, no predictor, BIGTIFF=IF_SAFER, RESAMPLING=NEAREST, NUM_THREADS=ALL_CPUS. A --co with the same key replaces
-/// a default (NUM_THREADS=1 compresses on the calling thread only).
+/// COMPRESS=DEFLATE, LEVEL=1, no predictor, BIGTIFF=IF_SAFER, RESAMPLING=NEAREST, NUM_THREADS=ALL_CPUS.
+/// A --co with the same key replaces a default (NUM_THREADS=1 compresses on the calling thread only).
 ///
 /// The file is written as ".<name>.tmp-<pid>" next to `path` and renamed over it once complete:
 /// on any failure the temporary is removed and nothing appears at `path`. Runs
