@@ -120,7 +120,8 @@ struct laz_gpu_decoder::impl {
   std::size_t stride() const { return laz_gpu_record_bytes_of(layout); }
 
   // Pointwise: slots of models (detail/laz/pointwise.hpp), laid out for `pointwise_extra` extra bytes.
-  std::size_t pointwise_max[2]{0, 0};  // slots a pointwise decode() uses at most, without / with RGB; 0: not yet known
+  // Slots a pointwise decode() uses at most, items without / with RGB (two kernels); 0: not yet known.
+  std::size_t pointwise_max[2]{0, 0};
   std::size_t last_blocks{0};    // chunks the last decode() decoded at once
   std::size_t pointwise_laid_out{0};
   std::uint32_t pointwise_extra{0};
@@ -367,7 +368,8 @@ std::size_t laz_gpu_decoder::impl::pointwise_slots_of(detail::laz::pointwise_ite
   }
   std::size_t free_bytes = 0, total_bytes = 0;
   HG_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
-  return std::min(wanted, std::max<std::size_t>(free_bytes / 4 / detail::laz::pointwise_slot_bytes(items.extra_bytes), 1));
+  std::size_t const slot_bytes = detail::laz::pointwise_slot_bytes(items.extra_bytes);
+  return std::min(wanted, std::max<std::size_t>(free_bytes / 4 / slot_bytes, 1));
 }
 
 std::vector<laz_gpu_status> laz_gpu_decoder::decode(laz_gpu_format const& format,

@@ -75,8 +75,8 @@ CPLStringList merged_creation_options(output_format format, std::vector<std::str
   if (format == output_format::gtiff) {
     list.SetNameValue("TILED", "YES");
     // The bands stored apart: each band's blocks go to the compression threads as they are
-    // (pixel-interleaved ones are assembled from every band's on one thread), and DEFLATE finds
-    // more in one metric's cells than in eight interleaved (docs/benchmarks.md, "Shape metrics").
+    // (pixel-interleaved ones are assembled from every band's on one thread: half the write time of
+    // eight bands; which layout is smaller depends on the bands; docs/benchmarks.md, "Shape metrics").
     list.SetNameValue("INTERLEAVE", "BAND");
   }
   list.SetNameValue("COMPRESS", "DEFLATE");
