@@ -62,12 +62,16 @@ void report_stages(grid_job_report const& r, double input_bytes, double open_s, 
     spdlog::debug("GPU {}: started in {} (overlapped with reading; {} batches read meanwhile), {} of {} batches{}; "
                   "H2D {:.1f} ms for {} "
                   "({:.1f} GB/s while copying, {:.0f} % of the pass), binning kernels {:.1f} ms ({:.0f} %), "
-                  "finalize + download {:.1f} ms",
+                  "finalize + download {:.1f} ms{}",
                   r.device, human_seconds(r.gpu_start_s), with_commas(r.read_ahead_batches), with_commas(r.gpu_batches),
                   with_commas(r.gpu_batches + r.cpu_batches),
                   r.las_records_on_gpu ? " (LAS records decoded and filtered on the GPU)" : "", r.gpu.h2d_ms, human_bytes(static_cast<double>(r.gpu.bytes_uploaded)),
                   r.gpu.h2d_ms > 0.0 ? static_cast<double>(r.gpu.bytes_uploaded) / (r.gpu.h2d_ms * 1e-3) / 1e9 : 0.0,
-                  100.0 * h2d_share, r.gpu.bin_ms, 100.0 * r.gpu.bin_ms * 1e-3 / pass, r.gpu.finalize_ms);
+                  100.0 * h2d_share, r.gpu.bin_ms, 100.0 * r.gpu.bin_ms * 1e-3 / pass, r.gpu.finalize_ms,
+                  r.gpu.order_sort_ms + r.gpu.order_metrics_ms > 0.0
+                    ? fmt::format(" (order statistics: offsets and sort {:.1f} ms, per-cell kernels {:.1f} ms)",
+                                  r.gpu.order_sort_ms, r.gpu.order_metrics_ms)
+                    : std::string());
   } else {
     spdlog::debug("GPU: {}", r.gpu_note);
   }

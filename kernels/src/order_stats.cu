@@ -114,7 +114,7 @@ static __global__ void __launch_bounds__(batch_policy::block_threads)
 
 void order_finalize(cell_id* keys, std::uint64_t* z, std::uint64_t n, std::uint32_t const* count, std::uint64_t cells,
                     metric_request const& request, float nodata, order_sort method, float* bands,
-                    cudaStream_t stream)
+                    cudaStream_t stream, cudaEvent_t sorted_event)
 {
   if (cells == 0) { return; }
   auto const block = batch_policy::block_threads;
@@ -178,6 +178,7 @@ void order_finalize(cell_id* keys, std::uint64_t* z, std::uint64_t n, std::uint3
     sorted = z;
     // The temporaries are freed stream-ordered, after the copy.
   }
+  if (sorted_event != nullptr) { HG_CUDA_TRY(cudaEventRecord(sorted_event, stream)); }
 
   // Percentile columns, in launches of up to max_percentiles_per_launch; prange with the first.
   std::size_t const k = request.percentiles.size();

@@ -63,6 +63,8 @@ struct gpu_binner_times {
   double h2d_ms{0.0};      ///< copy stream busy uploading batches
   double bin_ms{0.0};      ///< compute stream busy binning batches
   double finalize_ms{0.0}; ///< finalize kernels and band downloads
+  double order_sort_ms{0.0};    ///< of which order statistics' offsets, scatter and per-cell sort
+  double order_metrics_ms{0.0}; ///< and their per-cell kernels (percentiles, shape metrics)
   double fold_ms{0.0};     ///< compute stream busy folding records decoded on the device
   std::uint64_t batches{0};
   std::uint64_t bytes_uploaded{0};

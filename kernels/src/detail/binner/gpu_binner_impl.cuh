@@ -290,9 +290,14 @@ struct gpu_binner::impl {
   {
     if (order_done) { return; }
     std::uint64_t const kept = kept_points();
+    detail::cuda_event start, sorted, stop;
+    start.record(compute);
     order_bands = detail::device_buffer<float>(detail::order_columns(request) * band.cells(), compute);
     detail::order_finalize(order_keys.data(), order_z.data(), kept, count.data(), band.cells(), request, nodata,
-                           order_sort::segmented, order_bands.data(), compute);
+                           order_sort::segmented, order_bands.data(), compute, sorted.get());
+    stop.record(compute);
+    totals.order_sort_ms += detail::elapsed_ms(start, sorted);
+    totals.order_metrics_ms += detail::elapsed_ms(sorted, stop);
     order_keys = {};
     order_z = {};
     order_reserved = 0;

@@ -55,10 +55,11 @@ static __global__ void __launch_bounds__(batch_policy::block_threads)
 /// `keys`/`z`: the n kept points (keys[i] == cells for points outside the band); `count`: the
 /// accumulators' counts of the band's cells (their sum equals the kept points inside the band).
 /// `keys` and `z` are consumed (overwritten). Stream-ordered on `stream`; `bands` holds
-/// columns(request) * cells floats.
+/// columns(request) * cells floats. `sorted`, where given, is recorded on `stream` between the
+/// sort and the per-cell kernels (to time the two).
 void order_finalize(cell_id* keys, std::uint64_t* z, std::uint64_t n, std::uint32_t const* count, std::uint64_t cells,
                     metric_request const& request, float nodata, order_sort method, float* bands,
-                    cudaStream_t stream);
+                    cudaStream_t stream, cudaEvent_t sorted = nullptr);
 
 /// Columns order_finalize writes.
 [[nodiscard]] inline std::size_t order_columns(metric_request const& request) noexcept
