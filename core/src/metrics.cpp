@@ -9,8 +9,12 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <string>
+
+#include <sys/mman.h>
 
 namespace heightgrid {
 
@@ -27,6 +31,36 @@ void touch_pages(void* data, std::size_t bytes) noexcept
 #pragma omp parallel for schedule(static)
   for (std::int64_t k = 0; k < pages; ++k) {
     __atomic_store_n(base + first + static_cast<std::size_t>(k) * page, static_cast<unsigned char>(0), __ATOMIC_RELAXED);
+  }
+}
+
+void* allocate_huge_column(std::size_t bytes)
+{
+  constexpr std::size_t huge_page = std::size_t{2} << 20;
+  std::size_t const rounded = (bytes + huge_page - 1) / huge_page * huge_page;
+  if (rounded < bytes) { throw std::bad_alloc(); }
+  void* const p = std::aligned_alloc(huge_page, rounded);
+  if (p == nullptr) { throw std::bad_alloc(); }
+  (void)::madvise(p, rounded, MADV_HUGEPAGE);  // advice: 4 KiB pages where the kernel declines
+  return p;
+}
+
+void free_huge_column(void* p) noexcept { std::free(p); }
+
+void copy_bytes_parallel(void* dst, void const* src, std::size_t bytes) noexcept
+{
+  constexpr std::size_t piece = std::size_t{256} << 10;
+  auto* const d = static_cast<unsigned char*>(dst);
+  auto const* const s = static_cast<unsigned char const*>(src);
+  auto const pieces = static_cast<std::int64_t>((bytes + piece - 1) / piece);
+  if (pieces <= 1) {
+    if (bytes > 0) { std::memcpy(d, s, bytes); }
+    return;
+  }
+#pragma omp parallel for schedule(static)
+  for (std::int64_t k = 0; k < pieces; ++k) {
+    std::size_t const pos = static_cast<std::size_t>(k) * piece;
+    std::memcpy(d + pos, s + pos, std::min(piece, bytes - pos));
   }
 }
 

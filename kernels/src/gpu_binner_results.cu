@@ -35,9 +35,8 @@ cell_results gpu_binner::finalize_rows(std::uint32_t row0, std::uint32_t rows, s
   auto const download = [&](auto& host, auto const& device) {
     if (device.empty()) { return; }
     host.resize(cells);
-    // The column is fresh memory: its pages are mapped by the team, not faulted in one by one
-    // by the copy below.
-    touch_pages(host.data(), device.bytes());
+    // The column is fresh memory: the staging's copies out, on the caller's OpenMP team, map its
+    // pages (huge ones for a large column: core/metrics.hpp, huge_column_bytes).
     staging.to_host(host.data(), device.data(), device.bytes(), st);
   };
   download(r.min, min);
@@ -51,13 +50,11 @@ cell_results gpu_binner::finalize_rows(std::uint32_t row0, std::uint32_t rows, s
     s.finalize_order(request, nodata);
     size_order_columns(r, request, cells);
     auto const copy_column = [&](std::size_t k, column<float>& host) {
-      touch_pages(host.data(), host.size() * sizeof(float));
-      // Rows of `cols` cells out of the band's rows of band.grid.cols.
+      // Rows of `cols` cells out of the band's rows of band.grid.cols, through the pinned staging
+      // like the other bands.
       float const* from = s.order_bands.data() + k * s.band.cells() + first;
-      if (cells > 0) {
-        HG_CUDA_TRY(cudaMemcpy2DAsync(host.data(), cols * sizeof(float), from, s.band.grid.cols * sizeof(float),
-                                   cols * sizeof(float), rows, cudaMemcpyDeviceToHost, st));
-      }
+      staging.to_host_2d(host.data(), cols * sizeof(float), from, s.band.grid.cols * sizeof(float), cols * sizeof(float),
+                         cells > 0 ? rows : 0, st);
     };
     for (std::size_t k = 0; k < request.percentiles.size(); ++k) { copy_column(k, r.percentile[k]); }
     if (request.prange) { copy_column(request.percentiles.size(), r.prange); }
@@ -78,7 +75,6 @@ cell_results gpu_binner::finalize_rows(std::uint32_t row0, std::uint32_t rows, s
     }
     r.size_tag_columns(request, cells);
     for (unsigned k = 0; k < bands; ++k) {
-      touch_pages(r.tag[k].data(), cells * sizeof(std::uint32_t));
       if (cells > 0) { staging.to_host(r.tag[k].data(), tag_bands.data() + k * cells, cells * sizeof(std::uint32_t), st); }
     }
   }

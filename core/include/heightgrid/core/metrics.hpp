@@ -208,9 +208,20 @@ struct metric_request {
 ///  - tagged counts (count:CLASSES, first, last) are whole numbers, tag_empty in an empty cell (a
 ///    cell with points but none of the kind holds 0);
 ///  - empty cells hold `nodata` in every float column and 0 in count; a one-point cell has range 0.
+/// Columns from this size on are mapped on 2 MiB pages where the kernel allows it (transparent huge
+/// pages, madvise): a fresh column, like the bands downloaded from the device, then takes one fault
+/// per 2 MiB, not per 4 KiB (measured: docs/benchmarks.md, "Shape metrics").
+constexpr std::size_t huge_column_bytes = std::size_t{8} << 20;
+
+/// `bytes` (>= huge_column_bytes) on 2 MiB-aligned memory, advised to the kernel for huge pages;
+/// std::bad_alloc where there is none. Freed by free_huge_column.
+[[nodiscard]] void* allocate_huge_column(std::size_t bytes);
+void free_huge_column(void* p) noexcept;
+
 /// std::allocator, except that resize() and the size constructor leave new elements
 /// default-initialised (uninitialised, for float and integers): a column of 10^7 cells is then
-/// first touched by the threads that fill it, in parallel, rather than zeroed by one thread first.
+/// first touched by the threads that fill it, in parallel, rather than zeroed by one thread first;
+/// and that columns of huge_column_bytes or more live on huge pages.
 template <typename T>
 struct uninitialized_allocator : std::allocator<T> {
   template <typename U>
@@ -221,6 +232,22 @@ struct uninitialized_allocator : std::allocator<T> {
   template <typename U>
   uninitialized_allocator(uninitialized_allocator<U> const&) noexcept  // NOLINT: converting, as std::allocator
   {
+  }
+  [[nodiscard]] T* allocate(std::size_t n)
+  {
+    if (n >= huge_column_bytes / sizeof(T)) {
+      if (n > std::numeric_limits<std::size_t>::max() / sizeof(T)) { throw std::bad_array_new_length(); }
+      return static_cast<T*>(allocate_huge_column(n * sizeof(T)));
+    }
+    return std::allocator<T>::allocate(n);
+  }
+  void deallocate(T* p, std::size_t n) noexcept
+  {
+    if (n >= huge_column_bytes / sizeof(T)) {
+      free_huge_column(p);
+    } else {
+      std::allocator<T>::deallocate(p, n);
+    }
   }
   template <typename U>
   void construct(U* p) noexcept(std::is_nothrow_default_constructible_v<U>)
@@ -243,6 +270,11 @@ using column = std::vector<T, uninitialized_allocator<T>>;
 /// device lands in, then takes no page fault on that thread. Only for memory whose bytes are
 /// still to be written: it stores zero at every page start.
 void touch_pages(void* data, std::size_t bytes) noexcept;
+
+/// memcpy of [src, src + bytes) to dst split over the OpenMP team (pieces of at least 256 KiB):
+/// copies out of pinned staging buffers into fresh columns, whose page faults the team then
+/// takes in parallel. The ranges must not overlap.
+void copy_bytes_parallel(void* dst, void const* src, std::size_t bytes) noexcept;
 
 struct cell_results {
   column<float> min;

@@ -5,6 +5,7 @@
 
 #include "detail/infra/cuda_check.cuh"
 #include "detail/infra/cuda_event.cuh"
+#include "heightgrid/core/metrics.hpp"
 
 #include <cuda_runtime_api.h>
 
@@ -98,26 +99,72 @@ class pinned_staging {
   }
 
   /// Device -> host of `bytes` bytes, after the work already queued on `stream`. Returns when
-  /// `dst` holds the data. Chunk k+1 is in flight while the host copies chunk k out.
+  /// `dst` holds the data. Chunk k+1 is in flight while the host copies chunk k out (on the
+  /// OpenMP team: a fresh `dst` takes its page faults there too).
   void to_host(void* dst, void const* src, std::size_t bytes, cudaStream_t stream)
   {
-    HG_EXPECTS(bytes <= capacity(), error_kind::internal, "pinned_staging: copy larger than the staging was made for");
+    to_host_2d(dst, bytes, src, bytes, bytes, bytes > 0 ? 1 : 0, stream);
+  }
+
+  /// Device -> host of `rows` rows of `width` bytes, `src_pitch` bytes apart on the device and
+  /// `dst_pitch` apart at `dst` (a window of a wider grid). As to_host otherwise.
+  void to_host_2d(void* dst, std::size_t dst_pitch, void const* src, std::size_t src_pitch, std::size_t width,
+                  std::size_t rows, cudaStream_t stream)
+  {
+    HG_EXPECTS(width * rows == 0 || capacity() > 0, error_kind::internal,
+               "pinned_staging: copy larger than the staging was made for");
+    HG_EXPECTS(width <= dst_pitch && width <= src_pitch, error_kind::internal, "pinned_staging: rows wider than their pitch");
+    if (width == 0 || rows == 0) { return; }
+    if (width > chunk_ && rows > 1) {
+      // Rows wider than a buffer: one at a time, each in chunks.
+      for (std::size_t r = 0; r < rows; ++r) {
+        to_host_2d(static_cast<std::byte*>(dst) + r * dst_pitch, width,
+                   static_cast<std::byte const*>(src) + r * src_pitch, width, width, 1, stream);
+      }
+      return;
+    }
+    // A piece: `rows_per` whole rows, or a chunk of the one row.
+    bool const one_row = rows == 1;
+    std::size_t const rows_per = one_row ? 1 : chunk_ / width;
+    std::size_t const pieces = one_row ? (width + chunk_ - 1) / chunk_ : (rows + rows_per - 1) / rows_per;
     auto* const d = static_cast<std::byte*>(dst);
     auto const* const s = static_cast<std::byte const*>(src);
-    auto const chunks = (bytes + chunk_ - 1) / chunk_;
+    struct piece_span {
+      std::size_t first_row, rows, offset, bytes;  // rows (2-D) or a byte range of the one row
+    };
+    auto const span = [&](std::size_t k) {
+      if (one_row) {
+        std::size_t const offset = k * chunk_;
+        return piece_span{0, 1, offset, std::min(chunk_, width - offset)};
+      }
+      std::size_t const first = k * rows_per;
+      return piece_span{first, std::min(rows_per, rows - first), 0, width};
+    };
     auto const issue = [&](std::size_t k) {
-      auto const pos = k * chunk_;
-      auto const len = std::min(chunk_, bytes - pos);
-      HG_CUDA_TRY(cudaMemcpyAsync(buffers_[k % 2].data(), s + pos, len, cudaMemcpyDeviceToHost, stream));
+      piece_span const p = span(k);
+      void* const staged = buffers_[k % 2].data();
+      if (one_row) {
+        HG_CUDA_TRY(cudaMemcpyAsync(staged, s + p.offset, p.bytes, cudaMemcpyDeviceToHost, stream));
+      } else {
+        HG_CUDA_TRY(cudaMemcpy2DAsync(staged, width, s + p.first_row * src_pitch, src_pitch, width, p.rows,
+                                      cudaMemcpyDeviceToHost, stream));
+      }
       done_[k % 2].record(stream);
     };
-    if (chunks > 0) { issue(0); }
-    for (std::size_t k = 0; k < chunks; ++k) {
-      // Buffer (k+1)%2 last held chunk k-1, which the previous iteration has copied out.
-      if (k + 1 < chunks) { issue(k + 1); }
+    issue(0);
+    for (std::size_t k = 0; k < pieces; ++k) {
+      // Buffer (k+1)%2 last held piece k-1, which the previous iteration has copied out.
+      if (k + 1 < pieces) { issue(k + 1); }
       done_[k % 2].synchronize();
-      auto const pos = k * chunk_;
-      std::memcpy(d + pos, buffers_[k % 2].data(), std::min(chunk_, bytes - pos));
+      piece_span const p = span(k);
+      auto const* const staged = buffers_[k % 2].data();
+      if (one_row || dst_pitch == width) {
+        copy_bytes_parallel(d + p.first_row * dst_pitch + p.offset, staged, p.rows * p.bytes);
+      } else {
+        for (std::size_t r = 0; r < p.rows; ++r) {
+          std::memcpy(d + (p.first_row + r) * dst_pitch, staged + r * width, width);
+        }
+      }
     }
   }
 
