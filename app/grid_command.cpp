@@ -84,9 +84,15 @@ class geotiff_output final : public grid_output {
     write_seconds += seconds_since(t);
   }
 
+  [[nodiscard]] std::uint32_t block_rows() const override
+  {
+    return writer_ != nullptr ? static_cast<std::uint32_t>(writer_->block_rows()) : 0;
+  }
+
   void write_rows(std::uint32_t row0, std::uint32_t, cell_results const& w) override
   {
     auto const t = std::chrono::steady_clock::now();
+    trace_moment("writing a window of rows");
     writer_->write_rows(row0, w);
     write_seconds += seconds_since(t);
   }
@@ -94,8 +100,10 @@ class geotiff_output final : public grid_output {
   void commit(std::uint64_t) override
   {
     auto const t = std::chrono::steady_clock::now();
+    trace_moment("closing the output (the last blocks compressed, the file renamed into place)");
     written = writer_->commit();
     write_seconds += seconds_since(t);
+    trace_moment("the output is closed");
     writer_.reset();
     for (auto const& note : written.notes) { spdlog::warn("{}", note); }
   }

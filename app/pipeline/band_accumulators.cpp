@@ -3,6 +3,7 @@
 #include "heightgrid/core/error.hpp"
 
 #include <algorithm>
+#include <limits>
 
 namespace heightgrid::app {
 namespace {
@@ -23,6 +24,13 @@ window_counts counts_of(column<std::uint32_t> const& count)
 }
 
 }  // namespace
+
+std::uint32_t window_rows(std::uint64_t cells, std::uint32_t cols, std::uint32_t block_rows) noexcept
+{
+  std::uint64_t rows = std::max<std::uint64_t>(1, cells / std::max<std::uint32_t>(1, cols));
+  if (block_rows > 0) { rows = std::max<std::uint64_t>(block_rows, rows / block_rows * block_rows); }
+  return static_cast<std::uint32_t>(std::min<std::uint64_t>(rows, std::numeric_limits<std::uint32_t>::max()));
+}
 
 std::uint64_t band_accumulators::max_count()
 {

@@ -14,10 +14,18 @@
 
 namespace heightgrid::app {
 
-/// Cells per finalized window: 2^24 (64 MiB per float band), whole rows. Windows of 2^20 cells, to
-/// let GDAL compress one window while the next is finalized, did not measure faster on the 16-core
-/// H200 host (finalize and compression compete for the same cores).
+/// Cells per window the host finalizes: 2^24 (64 MiB per float band), whole rows. The host's
+/// finalize and GDAL's compression would compete for the same cores: one window after the other.
 inline constexpr std::uint64_t window_cells = std::uint64_t{1} << 24;
+
+/// Cells per window the device finalizes, rounded to whole blocks of the file: the next window's
+/// download (the device's work, the copy engine, a short copy out on one host thread) overlaps
+/// GDAL's compression of this one (measured: docs/benchmarks.md, "Shape metrics").
+inline constexpr std::uint64_t device_window_cells = std::uint64_t{1} << 21;
+
+/// Rows a finalized window holds: `cells` cells of `cols` columns, at least one row; where the file
+/// has blocks of `block_rows` rows (0: none), a whole number of them.
+[[nodiscard]] std::uint32_t window_rows(std::uint64_t cells, std::uint32_t cols, std::uint32_t block_rows) noexcept;
 
 /// One output window: its bands and the counts of its cells.
 struct finalized_window {

@@ -15,6 +15,7 @@
 // output is always the grid of the points. Sources that declare nothing get a bounds pass first.
 // A grid whose accumulators do not fit the memory budget is done in bands of rows, one pass each.
 
+#include "pipeline/band_accumulators.hpp"
 #include "pipeline/gpu_stage.hpp"
 #include "pipeline/route_policy.hpp"
 #include "pipeline/laz_gpu_stage.hpp"
@@ -73,6 +74,9 @@ struct grid_job_options {
   /// batch waits for the GPU (--gpu-start wait).
   bool cpu_while_gpu_starts{true};
   laz_gpu_limits laz_gpu_sizes;  ///< the GPU LAZ stage's waves and ring (tests make them small)
+  /// Cells of a window the device finalizes (whole blocks of the file: band_accumulators.hpp);
+  /// tests make them small.
+  std::uint64_t device_window_cells{app::device_window_cells};
   /// Where the GPU LAZ decoder comes from and goes back to (tiles of one device); null: the job's own.
   std::shared_ptr<laz_gpu_cache> laz_cache;
   /// --copc-level: read COPC octree levels 0..N only (unset: every level, the exact result);
@@ -90,6 +94,9 @@ class grid_output {
   /// The output grid and the largest count of a cell (decides the data type), before any row.
   virtual void begin(grid_spec const& grid, std::uint64_t max_count) = 0;
   virtual void write_rows(std::uint32_t row0, std::uint32_t rows, cell_results const& window) = 0;
+  /// Rows of the file's blocks once begun (0: any): windows of whole blocks reach the compression
+  /// threads as they are.
+  [[nodiscard]] virtual std::uint32_t block_rows() const { return 0; }
   /// Every row was written; `non_empty_cells` of the grid hold a point (a tile with none is not
   /// kept).
   virtual void commit(std::uint64_t non_empty_cells) = 0;

@@ -359,26 +359,39 @@ void grid_job::finalize_band(grid_band const& band, grid_spec const& out_grid)
   if (std::max(band_first, out_first) >= std::min(band_end, out_end)) { return; }
   auto const begin = static_cast<std::uint32_t>(std::max(band_first, out_first) - band_first);
   auto const end = static_cast<std::uint32_t>(std::min(band_end, out_end) - band_first);
-  std::uint32_t const rows_per =
-    static_cast<std::uint32_t>(std::max<std::uint64_t>(1, window_cells / std::max<std::uint32_t>(1, band.grid.cols)));
+  // Where the device finalizes, window k + 1 is finalized and downloaded while window k is written
+  // (its DEFLATE takes the cores; the device and the copy engine are free): windows of whole blocks,
+  // smaller than the host's. On the CPU both would take the same cores: one after the other.
+  bool const overlap = gpu_used_;
+  std::uint32_t const rows_per = overlap ? window_rows(o_.device_window_cells, band.grid.cols, output_.block_rows())
+                                         : window_rows(window_cells, band.grid.cols, 0);
   metric_request fin = o_.request;
   fin.cell_area = std::fabs(out_grid.xres * out_grid.yres);
   band_accumulators acc = accumulators(band);
   double writing = 0.0;
   omp_set_num_threads(static_cast<int>(threads_));
-  auto const finalize = [&](std::uint32_t r) {
-    return acc.finalize(r, std::min(rows_per, end - r), out_grid.cols, fin, o_.nodata, out_col0_);
+  // The window from band row r: up to the next multiple of rows_per in output rows (where the
+  // file's blocks start), or the band's end.
+  auto const rows_from = [&](std::uint32_t r) {
+    std::uint64_t const out_row = band_first + r - out_first;
+    return static_cast<std::uint32_t>(std::min<std::uint64_t>(rows_per - out_row % rows_per, end - r));
   };
-  // Where the device finalizes, window k + 1 is finalized and downloaded while window k is written
-  // (its DEFLATE takes the cores; the device and the copy engine are free). On the CPU both would
-  // take the same cores: one after the other.
-  bool const overlap = gpu_used_;
+  auto const finalize = [&](std::uint32_t r) {
+    return acc.finalize(r, rows_from(r), out_grid.cols, fin, o_.nodata, out_col0_);
+  };
+  // Beside GDAL's compression threads the window's host work (the copies out of the pinned staging,
+  // the count) stays on its own thread: an OpenMP team there would wait at each barrier for members
+  // that the busy cores do not run (measured: docs/benchmarks.md, "Shape metrics").
+  auto const finalize_beside_the_writer = [&](std::uint32_t r) {
+    omp_set_num_threads(1);
+    return finalize(r);
+  };
   std::future<finalized_window> next;
-  if (overlap) { next = std::async(std::launch::async, finalize, begin); }
-  for (std::uint32_t r = begin; r < end; r += rows_per) {
-    std::uint32_t const rows = std::min(rows_per, end - r);
+  if (overlap) { next = std::async(std::launch::async, finalize_beside_the_writer, begin); }
+  for (std::uint32_t r = begin, rows = 0; r < end; r += rows) {
+    rows = rows_from(r);
     finalized_window f = overlap ? next.get() : finalize(r);
-    if (overlap && r + rows < end) { next = std::async(std::launch::async, finalize, r + rows); }
+    if (overlap && r + rows < end) { next = std::async(std::launch::async, finalize_beside_the_writer, r + rows); }
     window_counts const& c = f.counts;
     std::uint32_t largest = c.largest;
     std::uint64_t const total = c.total, non_empty = c.non_empty;

@@ -261,6 +261,10 @@ class tile_output final : public grid_output {
     writer_ = std::make_unique<io::raster_writer>(path_, grid, bands_, options_, max_count);
   }
   void write_rows(std::uint32_t row0, std::uint32_t, cell_results const& window) override { writer_->write_rows(row0, window); }
+  [[nodiscard]] std::uint32_t block_rows() const override
+  {
+    return writer_ != nullptr ? static_cast<std::uint32_t>(writer_->block_rows()) : 0;
+  }
   void commit(std::uint64_t non_empty_cells) override
   {
     if (non_empty_cells == 0) {

@@ -88,35 +88,57 @@ TEST(GridJob, PercentilesThatOutgrowTheBudgetSplitTheBandWithTheSameResult)
   EXPECT_FALSE(none.committed);
 }
 
-/// `request` on the GPU (both reductions; whole bands, and bands split by a 300 KB budget) gives the
-/// CPU's bands bit for bit, for clouds read in parts of each of `parts` points.
+/// `request` on the GPU (both reductions; whole bands, and bands split by a 300 KB budget; one
+/// finalized window, or many of whole blocks of 3 rows) gives the CPU's bands bit for bit, for
+/// clouds read in parts of each of `parts` points.
 void expect_gpu_equals_cpu(metric_request const& request, std::initializer_list<std::size_t> parts)
 {
+  struct variant {
+    batch_reduction reduction;
+    std::size_t part;
+    std::uint64_t memory;
+    bool small_windows;
+  };
+  std::vector<variant> variants;
   for (auto reduction : {batch_reduction::atomic, batch_reduction::sorted}) {
     for (std::size_t part : parts) {
       for (std::uint64_t memory : {std::uint64_t{0}, std::uint64_t{300 * 1024}}) {
-        auto const c = three_clouds(part, true);
-        auto const sources = sources_of(c);
-        grid_job_options o;
-        o.xres = o.yres = 0.5;
-        o.request = request;
-        o.threads = 4;
-        o.host_memory = o.device_memory = memory;
-        o.device = device_choice::cpu;
-        memory_output cpu;
-        (void)run_grid_job(sources, o, cpu);
-        o.device = device_choice::gpu;
-        o.reduction = reduction;
-        memory_output gpu;
-        auto const report = run_grid_job(sources, o, gpu);
-        EXPECT_EQ(report.route, "GPU");
-        if (memory > 0) { EXPECT_GT(report.bands, 2); }
-        SCOPED_TRACE(std::string(batch_reduction_name(reduction)) + ", part " + std::to_string(part) + ", memory " +
-                     std::to_string(memory));
-        expect_bands(gpu.bands, cpu.bands, o.request, 0);
-        EXPECT_EQ(gpu.bands.prange.size(), cpu.bands.prange.size());
-        EXPECT_EQ(gpu.bands.shape.size(), request.shapes.size());
+        for (bool small_windows : {false, true}) { variants.push_back({reduction, part, memory, small_windows}); }
       }
+    }
+  }
+  for (auto const& v : variants) {
+    auto const c = three_clouds(v.part, true);
+    auto const sources = sources_of(c);
+    grid_job_options o;
+    o.xres = o.yres = 0.5;
+    o.request = request;
+    o.threads = 4;
+    o.host_memory = o.device_memory = v.memory;
+    o.device = device_choice::cpu;
+    memory_output cpu;
+    (void)run_grid_job(sources, o, cpu);
+    o.device = device_choice::gpu;
+    o.reduction = v.reduction;
+    memory_output gpu;
+    if (v.small_windows) {
+      o.device_window_cells = 40;
+      gpu.blocks = 3;
+    }
+    auto const report = run_grid_job(sources, o, gpu);
+    EXPECT_EQ(report.route, "GPU");
+    if (v.memory > 0) { EXPECT_GT(report.bands, 2); }
+    SCOPED_TRACE(std::string(batch_reduction_name(v.reduction)) + ", part " + std::to_string(v.part) + ", memory " +
+                 std::to_string(v.memory) + (v.small_windows ? ", windows of 3 rows" : ""));
+    expect_bands(gpu.bands, cpu.bands, o.request, 0);
+    EXPECT_EQ(gpu.bands.prange.size(), cpu.bands.prange.size());
+    EXPECT_EQ(gpu.bands.shape.size(), request.shapes.size());
+    if (v.small_windows && v.memory == 0) {
+      // One band: every window starts on a block and holds whole blocks but the last.
+      std::uint32_t const rows_per = window_rows(40, report.grid.cols, 3);
+      EXPECT_EQ(rows_per % 3, 0U);
+      EXPECT_GT(gpu.windows.size(), 2U);
+      for (auto const row0 : gpu.windows) { EXPECT_EQ(row0 % rows_per, 0U) << "a window from row " << row0; }
     }
   }
 }

@@ -153,6 +153,7 @@ class memory_output final : public grid_output {
   {
     EXPECT_EQ(row0, next_row);
     next_row = row0 + rows;
+    windows.push_back(row0);
     auto const append = [](auto& all, auto const& part) { all.insert(all.end(), part.begin(), part.end()); };
     append(bands.min, w.min);
     append(bands.max, w.max);
@@ -170,7 +171,10 @@ class memory_output final : public grid_output {
     append(bands.density, w.density);
   }
   void commit(std::uint64_t) override { committed = true; }
+  [[nodiscard]] std::uint32_t block_rows() const override { return blocks; }
 
+  std::uint32_t blocks{0};             ///< the file's block rows to claim (0: none)
+  std::vector<std::uint32_t> windows;  ///< the first row of each window written
   grid_spec grid{};
   cell_results bands;
   std::uint64_t max_count{0};

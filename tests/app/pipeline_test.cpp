@@ -21,6 +21,7 @@
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
+#include <limits>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -215,6 +216,21 @@ TEST(AutoDevice, EachKindOfJobStartsTheGpuWhereItWasMeasuredToWin)
   tagged.tags = parse_metric_list("count:2,count:3,4,5,first,last");
   EXPECT_FALSE(auto_wants_gpu(100'000'000, tagged, 16));
   EXPECT_TRUE(auto_wants_gpu(300'000'000, tagged, 16));
+}
+
+TEST(GridPlan, FinalizedWindowsAreWholeRowsAndWholeBlocksOfTheFile)
+{
+  // 2^21 cells of 3,163 columns: 663 rows, 512 in whole blocks of 256; of 10,000 columns: 209 rows,
+  // one block at least.
+  EXPECT_EQ(window_rows(std::uint64_t{1} << 21, 3163, 256), 512U);
+  EXPECT_EQ(window_rows(std::uint64_t{1} << 21, 10000, 256), 256U);
+  EXPECT_EQ(window_rows(std::uint64_t{1} << 21, 10000, 0), 209U);
+  // Rows wider than the window: one row; no columns: the cells as rows; a block taller than the grid.
+  EXPECT_EQ(window_rows(100, 1000, 0), 1U);
+  EXPECT_EQ(window_rows(100, 0, 0), 100U);
+  EXPECT_EQ(window_rows(40, 7, 3), 3U);
+  EXPECT_EQ(window_rows(40, 2, 3), 18U);
+  EXPECT_EQ(window_rows(std::uint64_t{1} << 40, 1, 0), std::numeric_limits<std::uint32_t>::max());
 }
 
 TEST(GridPlan, BandsFollowTheBudgetAndTooManyAreRefusedWithTheNumbers)
