@@ -78,9 +78,17 @@ TEST_F(Cli, TwoVerboseFlagsLayTheJobOnATimeLine)
     at.push_back(std::stod(line.substr(prefix.size(), s - prefix.size())));
     moments.push_back(line.substr(s + 4));
   }
-  std::vector<std::string> const want = {"opening the inputs", "inputs opened", "a pass begins",
-                                         "the pass's readers are done", "finalizing and writing a band",
-                                         "the band is written", "the job ended (output written)", "exit"};
+  std::vector<std::string> const want = {"opening the inputs",
+                                         "inputs opened",
+                                         "a pass begins",
+                                         "the pass's readers are done",
+                                         "finalizing and writing a band",
+                                         "writing a window of rows",
+                                         "the band is written",
+                                         "closing the output (the last blocks compressed, the file renamed into place)",
+                                         "the output is closed",
+                                         "the job ended (output written)",
+                                         "exit"};
   EXPECT_EQ(moments, want) << r.output;
   for (std::size_t i = 1; i < at.size(); ++i) { EXPECT_LE(at[i - 1], at[i]) << moments[i]; }
   auto const quieter = run(args + " -v --overwrite");
