@@ -300,11 +300,30 @@ void gpu_stage::submit(point_batch const& b)
   shared* s = s_.get();  // outlives the callback: the binner waits for its streams first
   {
     std::lock_guard<std::mutex> lock(s_->submitting);
+    if (b.size > 0) {
+      // The batch's kept points first (a no-op without order statistics): where other processes
+      // hold the device's memory, the store's growth waits rather than failing the job.
+      within_memory("the points kept for order statistics",
+                    [&] { s_->binner->reserve_kept_points(b.size); });
+    }
     s_->binner->submit(b, [s, slot] { s->release(slot); });
   }
   // A worker waiting for a slot may now wait for this upload (gpu_stage::shared::wait_for).
   { std::lock_guard<std::mutex> lock(s_->mutex); }
   s_->changed.notify_one();
+}
+
+void gpu_stage::within_memory(char const* what, std::function<void()> const& attempt)
+{
+  double wait_s = 0.0;
+  {
+    std::lock_guard<std::mutex> lock(s_->mutex);
+    wait_s = s_->memory_wait_s;
+  }
+  (void)within_device_memory(what, wait_s, s_->memory_hooks(), [&] {
+    attempt();
+    return true;
+  });
 }
 
 void gpu_stage::fold_device_records(void const* records, std::uint32_t stride, bool extended,

@@ -97,8 +97,13 @@ class gpu_stage {
   /// Returns an unused slot.
   void give_back(point_batch const& batch);
   /// Uploads and bins a slot's batch (stage ready); the slot returns once its copy is done.
-  /// Serialised: any worker may call it.
+  /// Serialised: any worker may call it. Where the binner keeps points (order statistics), their
+  /// store grows first, waiting for device memory other processes hold as the job allows.
   void submit(point_batch const& batch);
+  /// Runs `attempt` (stage ready) until it does not throw device_memory_error, within the job's
+  /// wait for device memory (set_memory_wait), saying so in the memory notes; then rethrows it.
+  /// `what` names the attempt there.
+  void within_memory(char const* what, std::function<void()> const& attempt);
   /// Bins records already on the device (gpu_binner::fold_device_records; stage ready), serialised
   /// with submit(). One thread at a time folds; it calls wait_folds() before it changes them.
   void fold_device_records(void const* records, std::uint32_t stride, bool extended,

@@ -377,7 +377,13 @@ void grid_job::finalize_band(grid_band const& band, grid_spec const& out_grid)
     return static_cast<std::uint32_t>(std::min<std::uint64_t>(rows_per - out_row % rows_per, end - r));
   };
   auto const finalize = [&](std::uint32_t r) {
-    return acc.finalize(r, rows_from(r), out_grid.cols, fin, o_.nodata, out_col0_);
+    if (!gpu_used_) { return acc.finalize(r, rows_from(r), out_grid.cols, fin, o_.nodata, out_col0_); }
+    // The device's sort and bands allocate: where other processes hold its memory, the window waits
+    // as the job allows (a failed attempt changes nothing).
+    finalized_window f;
+    gpu_->within_memory("finalizing the band on the device",
+                        [&] { f = acc.finalize(r, rows_from(r), out_grid.cols, fin, o_.nodata, out_col0_); });
+    return f;
   };
   // Beside GDAL's compression threads the window's host work (the copies out of the pinned staging,
   // the count) stays on its own thread: an OpenMP team there would wait at each barrier for members

@@ -98,6 +98,12 @@ void gpu_binner::register_host_memory(void* p, std::size_t bytes)
   impl_->registered.push_back(p);
 }
 
+void gpu_binner::reserve_kept_points(std::uint64_t points)
+{
+  impl_->use_device();
+  if (impl_->keeps_points()) { impl_->room_for_kept(points); }
+}
+
 void gpu_binner::submit(point_batch const& b, std::function<void()> released)
 {
   impl_->use_device();

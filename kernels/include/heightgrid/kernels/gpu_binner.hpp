@@ -101,6 +101,12 @@ class gpu_binner {
   /// and the kept points' bounds add up per batch.source (take_record_stats()).
   void submit(point_batch const& batch, std::function<void()> released);
 
+  /// Where the binner keeps points (order statistics), makes device room for `points` more before
+  /// the batch that brings them is submitted; nothing else changes, so a caller may try again
+  /// after a device_memory_error (other processes holding the memory). Throws order_store_full
+  /// past options.order_capacity. No-op for a binner that keeps no points.
+  void reserve_kept_points(std::uint64_t points);
+
   /// Folds records that are already in device memory on the binner's device (the GPU LAZ
   /// decoder's, `stride` bytes each, in the layout of formats 6-10 when `extended`) into the grid,
   /// run by run, as submit() folds a las_records batch: decoded, filtered (options.record_filter),

@@ -244,7 +244,16 @@ struct gpu_binner::impl {
   }
 
   /// Makes room for `n` more kept points (stream-ordered growth), or throws order_store_full.
+  /// Reserves room for n more kept points (the batch's upper bound).
   void reserve_order(std::uint64_t n)
+  {
+    room_for_kept(n);
+    order_reserved += n;
+  }
+
+  /// Grows the kept points' store to hold n more than order_reserved; throws (order_store_full, or
+  /// device_memory_error from an allocation) with the store as it was.
+  void room_for_kept(std::uint64_t n)
   {
     if (order_reserved + n > order_keys.size()) {
       // The bound says it may not fit: learn the exact count first.
@@ -266,7 +275,6 @@ struct gpu_binner::impl {
       order_keys = std::move(keys);
       order_z = std::move(z);
     }
-    order_reserved = need;
   }
 
   void launch_keep(void const* data, point_batch const& b)
