@@ -9,6 +9,8 @@
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/io/geotiff_writer.hpp"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -350,6 +352,13 @@ tile_outcome tile_worker::run(tile_task const& task)
       out.extents.emplace_back(task.sources[i], r.source_extents[i]);
     }
     out.warnings = r.warnings;
+    // What the device's memory held by others made the tile do (waits, fewer device batches): -v
+    // says it where the tile ran (every rank logs its own debug lines).
+    for (auto const& note : r.device_memory_notes) {
+      if (memory_notes_said_.insert(note).second) {
+        spdlog::debug("GPU memory, tile {}: {}", tile_file_name(o_.name, layout_, tx, ty), note);
+      }
+    }
     // The stage's binner keeps its times from tile to tile: this tile's share is the difference.
     double const gpu_total = (r.gpu.bin_ms + r.gpu.finalize_ms) * 1e-3;
     out.gpu_seconds = std::max(0.0, gpu_total - gpu_total_s_);

@@ -18,6 +18,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -150,6 +151,7 @@ class tile_worker {
   double busy_s_{0.0};
   double gpu_busy_s_{0.0};
   double gpu_total_s_{0.0};  ///< the stage's binner's times so far (they add up over its tiles)
+  std::set<std::string> memory_notes_said_;  ///< device memory notes -v has printed (the stage keeps its own)
   std::uint64_t tiles_{0};
 };
 
