@@ -12,6 +12,7 @@
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/io/las_reader.hpp"
 #include "heightgrid/kernels/gpu.hpp"
+#include "device_hold.hpp"
 #include "test_paths.hpp"
 
 #include <cuda_runtime_api.h>
@@ -37,65 +38,7 @@ using pipeline_fixtures::three_clouds;
 
 constexpr std::size_t mib = std::size_t{1} << 20;
 
-std::size_t free_device_bytes()
-{
-  std::size_t free_bytes = 0, total_bytes = 0;
-  EXPECT_EQ(cudaMemGetInfo(&free_bytes, &total_bytes), cudaSuccess);
-  return free_bytes;
-}
-
-/// Device memory taken with cudaMalloc until at most `leave` bytes stay free (after the pool of
-/// stream-ordered allocations has given back what earlier jobs of this process left in it).
-class device_hold {
- public:
-  explicit device_hold(std::size_t leave)
-  {
-    int device = 0;
-    cudaMemPool_t pool = nullptr;
-    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    EXPECT_EQ(cudaGetDevice(&device), cudaSuccess);
-    EXPECT_EQ(cudaDeviceGetDefaultMemPool(&pool, device), cudaSuccess);
-    EXPECT_EQ(cudaMemPoolTrimTo(pool, 0), cudaSuccess);
-    std::size_t piece = std::size_t{4} << 30;
-    for (;;) {
-      std::size_t const now = free_device_bytes();
-      if (now <= leave + 2 * mib || piece < 2 * mib) { break; }
-      void* p = nullptr;
-      std::size_t const want = std::min(piece, now - leave);
-      if (cudaMalloc(&p, want) != cudaSuccess) {
-        (void)cudaGetLastError();
-        piece /= 2;
-        continue;
-      }
-      held_.push_back(p);
-    }
-  }
-  device_hold(device_hold const&) = delete;
-  device_hold& operator=(device_hold const&) = delete;
-  ~device_hold() { release(); }
-
-  void release()
-  {
-    for (void* p : held_) { (void)cudaFree(p); }
-    held_.clear();
-  }
-  /// release() after `ms` milliseconds, on a thread of its own (joined by the destructor).
-  void release_after(int ms)
-  {
-    releaser_ = std::thread([this, ms] {
-      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
-      release();
-    });
-  }
-  void join()
-  {
-    if (releaser_.joinable()) { releaser_.join(); }
-  }
-
- private:
-  std::vector<void*> held_;
-  std::thread releaser_;
-};
+using test::device_hold;
 
 bool any_note(grid_job_report const& r, std::string const& text)
 {

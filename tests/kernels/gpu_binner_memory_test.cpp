@@ -4,6 +4,7 @@
 // memory is free the same call succeeds and the band's percentiles are those of every point
 // submitted. Skips without a GPU. (Built only with CUDA: the holder is this test's cudaMalloc.)
 
+#include "device_hold.hpp"
 #include "heightgrid/kernels/gpu.hpp"
 #include "heightgrid/kernels/gpu_binner.hpp"
 
@@ -26,44 +27,7 @@ namespace {
 
 constexpr std::size_t mib = std::size_t{1} << 20;
 
-/// The device's memory taken with cudaMalloc until at most `leave` bytes stay free (the pool of
-/// stream-ordered allocations trimmed first, so that it holds nothing the binner could reuse).
-class device_hold {
- public:
-  explicit device_hold(std::size_t leave)
-  {
-    int device = 0;
-    cudaMemPool_t pool = nullptr;
-    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    EXPECT_EQ(cudaGetDevice(&device), cudaSuccess);
-    EXPECT_EQ(cudaDeviceGetDefaultMemPool(&pool, device), cudaSuccess);
-    EXPECT_EQ(cudaMemPoolTrimTo(pool, 0), cudaSuccess);
-    std::size_t piece = std::size_t{4} << 30;
-    for (;;) {
-      std::size_t free_bytes = 0, total = 0;
-      EXPECT_EQ(cudaMemGetInfo(&free_bytes, &total), cudaSuccess);
-      if (free_bytes <= leave + 2 * mib || piece < 2 * mib) { break; }
-      void* p = nullptr;
-      if (cudaMalloc(&p, std::min(piece, free_bytes - leave)) != cudaSuccess) {
-        (void)cudaGetLastError();
-        piece /= 2;
-        continue;
-      }
-      held_.push_back(p);
-    }
-  }
-  device_hold(device_hold const&) = delete;
-  device_hold& operator=(device_hold const&) = delete;
-  ~device_hold() { release(); }
-  void release()
-  {
-    for (void* p : held_) { (void)cudaFree(p); }
-    held_.clear();
-  }
-
- private:
-  std::vector<void*> held_;
-};
+using test::device_hold;
 
 TEST(GpuBinnerMemory, KeptPointsWaitForMemoryOthersHoldWithTheStoreAsItWas)
 {
