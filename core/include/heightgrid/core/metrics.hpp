@@ -192,22 +192,6 @@ struct metric_request {
   [[nodiscard]] std::size_t percentile_slot(double p) const noexcept;
 };
 
-/// Per-cell results, one entry per cell, only the requested columns filled.
-///
-/// Convention shared by every backend (so outputs are bit-identical):
-///  - min/max/range are reduced in double and rounded to float once:
-///    min = float(min_z), max = float(max_z), range = float(max_z - min_z);
-///  - mean = float(sum_z / n) with sum_z in double;
-///  - stddev is the population standard deviation float(sqrt(sum((z - mean_d)^2) / n)), a second
-///    pass over the cell with mean_d in double (no sum-of-squares cancellation);
-///  - percentile columns (pNN, median = p50) are percentile_of_sorted over the cell's z values in
-///    double, rounded to float once; prange = float(P(hi) - P(lo)) with both percentiles in double;
-///  - shape columns (skewness, kurtosis, cover, above, zbin, entropy) are shape_of_sorted over the
-///    cell's sorted values in double, rounded to float once; nodata where it has none;
-///  - density = float(double(count) / cell_area);
-///  - tagged counts (count:CLASSES, first, last) are whole numbers, tag_empty in an empty cell (a
-///    cell with points but none of the kind holds 0);
-///  - empty cells hold `nodata` in every float column and 0 in count; a one-point cell has range 0.
 /// Columns from this size on are mapped on 2 MiB pages where the kernel allows it (transparent huge
 /// pages, madvise): a fresh column, like the bands downloaded from the device, then takes one fault
 /// per 2 MiB, not per 4 KiB (measured: docs/benchmarks.md, "Shape metrics").
@@ -276,6 +260,22 @@ void touch_pages(void* data, std::size_t bytes) noexcept;
 /// takes in parallel. The ranges must not overlap.
 void copy_bytes_parallel(void* dst, void const* src, std::size_t bytes) noexcept;
 
+/// Per-cell results, one entry per cell, only the requested columns filled.
+///
+/// Convention shared by every backend (so outputs are bit-identical):
+///  - min/max/range are reduced in double and rounded to float once:
+///    min = float(min_z), max = float(max_z), range = float(max_z - min_z);
+///  - mean = float(sum_z / n) with sum_z in double;
+///  - stddev is the population standard deviation float(sqrt(sum((z - mean_d)^2) / n)), a second
+///    pass over the cell with mean_d in double (no sum-of-squares cancellation);
+///  - percentile columns (pNN, median = p50) are percentile_of_sorted over the cell's z values in
+///    double, rounded to float once; prange = float(P(hi) - P(lo)) with both percentiles in double;
+///  - shape columns (skewness, kurtosis, cover, above, zbin, entropy) are shape_of_sorted over the
+///    cell's sorted values in double, rounded to float once; nodata where it has none;
+///  - density = float(double(count) / cell_area);
+///  - tagged counts (count:CLASSES, first, last) are whole numbers, tag_empty in an empty cell (a
+///    cell with points but none of the kind holds 0);
+///  - empty cells hold `nodata` in every float column and 0 in count; a one-point cell has range 0.
 struct cell_results {
   column<float> min;
   column<float> max;
