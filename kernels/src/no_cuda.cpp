@@ -126,6 +126,7 @@ void gpu_binner::submit(point_batch const&, std::function<void()> released)
   if (released) { released(); }
   unavailable("gpu_binner::submit");
 }
+void gpu_binner::reserve_kept_points(std::uint64_t) { unavailable("gpu_binner::reserve_kept_points"); }
 void gpu_binner::synchronize() { unavailable("gpu_binner::synchronize"); }
 std::size_t gpu_binner::reclaim(bool) { unavailable("gpu_binner::reclaim"); }
 std::size_t gpu_binner::in_flight() const { return 0; }
