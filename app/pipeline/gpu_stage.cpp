@@ -263,8 +263,7 @@ std::size_t gpu_stage::submit_copy(point_batch const& b, std::atomic<bool> const
     try {
       submit(*slot);
     } catch (...) {
-      give_back(*slot);
-      free_read_ahead(b);
+      free_read_ahead(b);  // the slot: submit() returned it
       throw;
     }
     ++submitted;
@@ -303,9 +302,14 @@ void gpu_stage::submit(point_batch const& b)
     if (b.size > 0) {
       // The batch's kept points first (a no-op without order statistics): where other processes
       // hold the device's memory, the store's growth waits rather than failing the job.
-      within_memory("the points kept for order statistics",
-                    [&] { s_->binner->reserve_kept_points(b.size); });
+      try {
+        within_memory("the points kept for order statistics", [&] { s_->binner->reserve_kept_points(b.size); });
+      } catch (...) {
+        s_->release(slot);  // the binner never took it (order_store_full: the job splits the band and goes on)
+        throw;
+      }
     }
+    // From here the binner returns the slot, whether it throws or not.
     s_->binner->submit(b, [s, slot] { s->release(slot); });
   }
   // A worker waiting for a slot may now wait for this upload (gpu_stage::shared::wait_for).

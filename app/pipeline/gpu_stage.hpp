@@ -96,9 +96,10 @@ class gpu_stage {
   [[nodiscard]] bool owns(point_batch const& batch) const noexcept;
   /// Returns an unused slot.
   void give_back(point_batch const& batch);
-  /// Uploads and bins a slot's batch (stage ready); the slot returns once its copy is done.
-  /// Serialised: any worker may call it. Where the binner keeps points (order statistics), their
-  /// store grows first, waiting for device memory other processes hold as the job allows.
+  /// Uploads and bins a slot's batch (stage ready); the slot returns once its copy is done, or at
+  /// once when it throws. Serialised: any worker may call it. Where the binner keeps points (order
+  /// statistics), their store grows first, waiting for device memory other processes hold as the
+  /// job allows.
   void submit(point_batch const& batch);
   /// Runs `attempt` (stage ready) until it does not throw device_memory_error, within the job's
   /// wait for device memory (set_memory_wait), saying so in the memory notes; then rethrows it.
