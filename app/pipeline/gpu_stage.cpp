@@ -299,9 +299,10 @@ void gpu_stage::submit(point_batch const& b)
   shared* s = s_.get();  // outlives the callback: the binner waits for its streams first
   {
     std::lock_guard<std::mutex> lock(s_->submitting);
-    if (b.size > 0) {
-      // The batch's kept points first (a no-op without order statistics): where other processes
-      // hold the device's memory, the store's growth waits rather than failing the job.
+    // Configured before the stage was ready; unchanged while batches come.
+    if (b.size > 0 && s_->options.request.needs_order()) {
+      // The batch's kept points first: where other processes hold the device's memory, the
+      // store's growth waits rather than failing the job.
       try {
         within_memory("the points kept for order statistics", [&] { s_->binner->reserve_kept_points(b.size); });
       } catch (...) {
