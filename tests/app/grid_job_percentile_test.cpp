@@ -5,6 +5,7 @@
 
 #include "pipeline_fixtures.hpp"
 
+#include "pipeline/gpu_stage.hpp"
 #include "pipeline/grid_job.hpp"
 
 #include "heightgrid/core/error.hpp"
@@ -186,6 +187,61 @@ TEST(GridJob, GpuShapeMetricsEqualTheCpu)
 {
   if (!gpu_available()) { GTEST_SKIP() << "no usable GPU: GPU shape metrics are checked on the GPU machine"; }
   expect_gpu_equals_cpu(shapes(), {999});
+}
+
+/// Sixteen clusters of points in the bottom 16 of 1,024 rows, each cluster alone within the memory
+/// budget's kept points and no two together: the planned bands hold every cluster in one, and it is
+/// split until each cluster has its own band (at least 15 splits). On the GPU each split is thrown
+/// by the kept points' reservation before a batch, with a ring slot taken: more splits than the
+/// ring's slots (6 for one worker) end only if every such slot is given back.
+job_case crowded_rows()
+{
+  job_case c;
+  c.part = 500;
+  c.integers = true;
+  std::mt19937_64 rng(23);
+  std::uniform_int_distribution<int> mm(1, 999);
+  std::uniform_int_distribution<int> zi(-20000, 20000);
+  cloud cl;
+  for (int cluster = 0; cluster < 16; ++cluster) {
+    for (int i = 0; i < 5400; ++i) {
+      cl.x.push_back(mm(rng) * 0.001);
+      cl.y.push_back(cluster + mm(rng) * 0.001);
+      cl.z.push_back(zi(rng) * 0.001);
+    }
+  }
+  cl.x.push_back(0.5);  // the top of the grid: 1,024 rows
+  cl.y.push_back(1023.5);
+  cl.z.push_back(0.0);
+  c.clouds = {cl};
+  return c;
+}
+
+TEST(GridJob, BandsSplitMoreTimesThanTheRingHasSlotsEndWithTheCpusResult)
+{
+  auto const c = crowded_rows();
+  auto const sources = sources_of(c);
+  auto o = job_options(percentiles(), 1.0, device_choice::cpu, 1);
+  // 200 KB: one cluster's kept points (5,400 x 20 or 28 bytes) fit beside a band's accumulators,
+  // two never do.
+  o.host_memory = o.device_memory = 200 * 1024;
+  memory_output cpu;
+  auto const on_cpu = run_grid_job(sources, o, cpu);
+  grid_spec g;
+  auto const want = reference(c, o.request, 1.0, g);
+  ASSERT_EQ(g.rows, 1024U);
+  // Planned as 9+ bands of 1/9 of the rows or less; the bottom one split at least 15 times.
+  int const splits_past_the_ring = 16 + static_cast<int>(gpu_ring_slots(1));
+  EXPECT_GE(on_cpu.bands, splits_past_the_ring);
+  expect_bands(cpu.bands, want, o.request);
+  if (!gpu_available()) { GTEST_SKIP() << "no usable GPU: the device's band splits are checked on the GPU machine"; }
+  o.device = device_choice::gpu;
+  memory_output gpu;
+  auto const on_gpu = run_grid_job(sources, o, gpu);
+  EXPECT_EQ(on_gpu.route, "GPU");
+  EXPECT_GE(on_gpu.bands, splits_past_the_ring);
+  EXPECT_EQ(on_gpu.binned, c.clouds.front().size());
+  expect_bands(gpu.bands, cpu.bands, o.request, 0);
 }
 
 TEST(GridJob, GpuPercentilesOfACellOfTenMillionPointsEqualTheCpu)
