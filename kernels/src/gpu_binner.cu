@@ -4,6 +4,7 @@
 #include "detail/binner/gpu_binner_impl.cuh"
 
 #include <algorithm>
+#include <cstring>
 #include <functional>
 #include <utility>
 
@@ -241,10 +242,12 @@ void gpu_binner::fold_device_records(void const* records, std::uint32_t stride, 
   if (s.fold_runs.size() < pieces.size()) {
     s.fold_runs = detail::device_buffer<detail::record_run>(std::max(pieces.size(), 2 * s.fold_runs.size()), s.compute);
   }
-  // Pageable source: staged before the call returns (the kernels of an earlier fold that read the
-  // table ran before this copy: one stream).
-  HG_CUDA_TRY(cudaMemcpyAsync(s.fold_runs.data(), pieces.data(), pieces.size() * sizeof(detail::record_run),
-                              cudaMemcpyHostToDevice, s.compute));
+  // Through page-locked memory (fold_table), once the copy of an earlier fold has read it.
+  std::size_t const table_bytes = pieces.size() * sizeof(detail::record_run);
+  if (s.fold_pending) { HG_CUDA_TRY(cudaEventSynchronize(s.fold_stop.get())); }
+  if (s.fold_table.bytes() < table_bytes) { s.fold_table = detail::pinned_buffer(std::max(table_bytes, 2 * s.fold_table.bytes())); }
+  std::memcpy(s.fold_table.data(), pieces.data(), table_bytes);
+  HG_CUDA_TRY(cudaMemcpyAsync(s.fold_runs.data(), s.fold_table.data(), table_bytes, cudaMemcpyHostToDevice, s.compute));
   if (!s.fold_pending) { s.fold_start.record(s.compute); }
   detail::batch_records const rec{static_cast<std::uint8_t const*>(records), stride, extended, scaled_coords{}};
   constexpr unsigned max_rows = 65535;  // gridDim.y

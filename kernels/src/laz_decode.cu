@@ -16,6 +16,7 @@
 #include "detail/infra/cuda_event.cuh"
 #include "detail/infra/device_buffer.cuh"
 #include "detail/infra/device_context.cuh"
+#include "detail/infra/pinned_staging.cuh"
 #include "detail/laz/point14.cuh"
 #include "detail/laz/pointwise_launch.cuh"
 
@@ -32,6 +33,7 @@ namespace heightgrid {
 namespace {
 
 using detail::device_buffer;
+using detail::pinned_buffer;
 using namespace detail::laz;
 
 __global__ void lay_out_channels_kernel(point14_channel* channels, std::uint16_t* arena, std::size_t arena_u16,
@@ -109,6 +111,7 @@ __global__ void __launch_bounds__(32) decode_chunks_kernel(point14_params p)
 }  // namespace
 
 struct laz_gpu_decoder::impl {
+  int device{0};  // the current device when it was made: every call selects it on its own thread
   cudaStream_t stream{nullptr};
   std::size_t slots{0};      // chunks decoded at once, at most
   std::size_t laid_out{0};   // slots with models on the device
@@ -139,11 +142,22 @@ struct laz_gpu_decoder::impl {
   device_buffer<laz_gpu_chunk> chunks;
   device_buffer<laz_gpu_status> status;
   device_buffer<std::uint8_t> records;
+  // decode()'s chunk table up and statuses down, page-locked: a pageable copy waits for the
+  // driver's staging, which a pageable copy of another stream holds until that stream's work
+  // before it is done. With statuses copied to pageable memory after the kernel, decoders of
+  // several tiles on one GPU ran one after another (docs/benchmarks.md, "Tiled jobs on every GPU
+  // of a host").
+  pinned_buffer table;
   std::vector<void*> pinned;
   std::vector<void*> adopted;  // registered, std::free'd
 
+  /// Selects the decoder's device on the calling thread (the runtime's current device is per
+  /// thread: a stage's upload threads would otherwise copy through device 0's context).
+  void use_device() const { HG_CUDA_TRY(cudaSetDevice(device)); }
+
   ~impl()
   {
+    (void)cudaSetDevice(device);  // its buffers and stream are freed on their own device
     channels.reset();
     arena.reset();
     epochs.reset();
@@ -188,6 +202,7 @@ laz_gpu_decoder::laz_gpu_decoder(std::size_t threads, laz_gpu_mapping mapping)
   detail::require_device();
   impl_ = std::make_unique<impl>();
   impl& s = *impl_;
+  HG_CUDA_TRY(cudaGetDevice(&s.device));
   HG_CUDA_TRY(cudaStreamCreateWithFlags(&s.stream, cudaStreamNonBlocking));
   s.mapping = mapping;
   s.requested = threads;
@@ -261,6 +276,7 @@ std::size_t laz_gpu_decoder::last_chunks_at_once() const noexcept { return impl_
 
 std::uint8_t* laz_gpu_decoder::pinned(std::size_t bytes)
 {
+  impl_->use_device();
   void* p = nullptr;
   HG_CUDA_TRY_ALLOC(cudaMallocHost(&p, std::max<std::size_t>(bytes, 1)), bytes, detail::memory_space::pinned_host);
   impl_->pinned.push_back(p);
@@ -270,6 +286,7 @@ std::uint8_t* laz_gpu_decoder::pinned(std::size_t bytes)
 std::uint8_t* laz_gpu_decoder::adopt_pinned(void* host, std::size_t bytes)
 {
   HG_EXPECTS(host != nullptr && bytes > 0, error_kind::internal, "laz_gpu_decoder::adopt_pinned: no memory");
+  impl_->use_device();
   cudaError_t const status = cudaHostRegister(host, bytes, cudaHostRegisterPortable);
   if (status != cudaSuccess) { std::free(host); }
   HG_CUDA_TRY_ALLOC(status, bytes, detail::memory_space::pinned_host);
@@ -280,6 +297,7 @@ std::uint8_t* laz_gpu_decoder::adopt_pinned(void* host, std::size_t bytes)
 void laz_gpu_decoder::reserve(std::size_t compressed_bytes, std::size_t records)
 {
   impl& s = *impl_;
+  s.use_device();
   s.reserve(s.compressed, compressed_bytes);
   s.reserve(s.records, records * laz_gpu_max_record_bytes);
   HG_CUDA_TRY(cudaStreamSynchronize(s.stream));
@@ -287,6 +305,7 @@ void laz_gpu_decoder::reserve(std::size_t compressed_bytes, std::size_t records)
 
 std::size_t laz_gpu_decoder::free_device_bytes() const
 {
+  impl_->use_device();
   std::size_t free_bytes = 0;
   std::size_t total_bytes = 0;
   HG_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
@@ -299,6 +318,7 @@ void laz_gpu_decoder::upload(std::uint8_t const* host, std::size_t bytes, std::s
   HG_EXPECTS(offset <= s.compressed.size() && bytes <= s.compressed.size() - offset, error_kind::usage,
              "laz_gpu_decoder::upload: past the reserved compressed bytes");
   if (bytes == 0) { return; }
+  s.use_device();
   HG_CUDA_TRY(cudaMemcpyAsync(s.compressed.data() + offset, host, bytes, cudaMemcpyHostToDevice, s.stream));
   HG_CUDA_TRY(cudaStreamSynchronize(s.stream));
 }
@@ -315,6 +335,7 @@ void laz_gpu_decoder::download(std::size_t first, std::size_t count, std::uint8_
   HG_EXPECTS(first <= have && count <= have - first, error_kind::usage,
              "laz_gpu_decoder::download: past the reserved records");
   if (count == 0) { return; }
+  s.use_device();
   detail::cuda_event start, done;
   start.record(s.stream);
   HG_CUDA_TRY(cudaMemcpyAsync(host, s.records.data() + first * stride, count * stride, cudaMemcpyDeviceToHost,
@@ -398,6 +419,7 @@ std::vector<laz_gpu_status> laz_gpu_decoder::decode(laz_gpu_format const& format
   s.layout = format.layout;
   std::vector<laz_gpu_status> result(chunks.size(), laz_gpu_status::not_decoded);
   if (chunks.empty()) { return result; }
+  s.use_device();
   s.reserve(s.chunks, chunks.size());
   s.reserve(s.status, chunks.size());
   // The threads take chunks in this order as they finish: longest first, so that a call of
@@ -406,12 +428,14 @@ std::vector<laz_gpu_status> laz_gpu_decoder::decode(laz_gpu_format const& format
   for (std::size_t i = 0; i < order.size(); ++i) { order[i] = i; }
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t a, std::size_t b) { return chunks[a].points > chunks[b].points; });
-  std::vector<laz_gpu_chunk> ordered(chunks.size());
+  std::size_t const table_bytes = chunks.size() * std::max(sizeof(laz_gpu_chunk), sizeof(laz_gpu_status));
+  if (s.table.bytes() < table_bytes) { s.table = pinned_buffer(std::max(table_bytes, 2 * s.table.bytes())); }
+  auto* const ordered = reinterpret_cast<laz_gpu_chunk*>(s.table.data());  // the previous call's copies are done
   for (std::size_t i = 0; i < order.size(); ++i) { ordered[i] = chunks[order[i]]; }
 
   detail::cuda_event start, decoded;
-  HG_CUDA_TRY(cudaMemcpyAsync(s.chunks.data(), ordered.data(), ordered.size() * sizeof(laz_gpu_chunk),
-                              cudaMemcpyHostToDevice, s.stream));
+  HG_CUDA_TRY(cudaMemcpyAsync(s.chunks.data(), ordered, chunks.size() * sizeof(laz_gpu_chunk), cudaMemcpyHostToDevice,
+                              s.stream));
   HG_CUDA_TRY(cudaMemsetAsync(s.counter.data(), 0, sizeof(unsigned long long), s.stream));
   if (pointwise) {
     std::size_t& most = s.pointwise_max[items.rgb ? 1 : 0];
@@ -439,9 +463,10 @@ std::vector<laz_gpu_status> laz_gpu_decoder::decode(laz_gpu_format const& format
     s.launch_layered(format, chunks.size(), blocks);
   }
   decoded.record(s.stream);
-  std::vector<laz_gpu_status> taken(chunks.size(), laz_gpu_status::not_decoded);
-  HG_CUDA_TRY(cudaMemcpyAsync(taken.data(), s.status.data(), chunks.size() * sizeof(laz_gpu_status),
-                              cudaMemcpyDeviceToHost, s.stream));
+  // Into the table, over the chunks: the kernel has read them from the device's copy.
+  auto* const taken = reinterpret_cast<laz_gpu_status*>(s.table.data());
+  HG_CUDA_TRY(cudaMemcpyAsync(taken, s.status.data(), chunks.size() * sizeof(laz_gpu_status), cudaMemcpyDeviceToHost,
+                              s.stream));
   HG_CUDA_TRY(cudaStreamSynchronize(s.stream));
   for (std::size_t i = 0; i < order.size(); ++i) { result[order[i]] = taken[i]; }
   if (times != nullptr) { times->decode_ms += detail::elapsed_ms(start, decoded); }

@@ -12,6 +12,8 @@
 #include "detail/laz/pointwise.hpp"
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/core/laz/tables.hpp"
+#include "heightgrid/kernels/gpu.hpp"
+#include "heightgrid/kernels/gpu_binner.hpp"
 #include "heightgrid/kernels/laz_gpu.hpp"
 
 #include "kernels_test_support.hpp"
@@ -30,9 +32,11 @@
 #include <cstring>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <optional>
 #include <random>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -568,6 +572,45 @@ TEST(LazGpuChunks, LayeredFilesMatchTheCpuDecoder)
       }
     }
   }
+}
+
+/// A decoder made on the host's last GPU, used from threads whose current device is another (a
+/// tiled job's upload threads on its second GPU): every call works on the decoder's own device,
+/// and decodes what a decoder on the first GPU decodes. Before, the upload threads copied through
+/// device 0 and the stage fell back to the CPU on every tile of GPU 1.
+TEST(LazGpuChunks, ADecoderOnAnotherGpuDecodesTheSameFromAnyThread)
+{
+  HG_SKIP_WITHOUT_GPU();
+  int const gpus = gpu_count();
+  if (gpus < 2) { GTEST_SKIP() << "one GPU: a decoder on another device than the threads' is checked on a host with two"; }
+  auto const files = layered_files();
+  HG_REQUIRE_FILES(files, "layered (compressor 3)");
+  auto const* f = files.front();
+  laz_gpu_format format;
+  format.layout = laz_gpu_layout::layered_point14;
+  format.record_length = static_cast<std::uint32_t>(f->vlr.record_length());
+  format.layer_count = static_cast<std::uint32_t>(laz::layered_layer_count(f->vlr));
+  batch b;
+  for (std::size_t c = 0; c < f->chunks.size(); ++c) { b.add(f->bytes[c], static_cast<std::uint32_t>(f->chunks[c].points)); }
+  ASSERT_TRUE(start_gpu(nullptr, 0));
+  laz_gpu_decoder first(64);
+  auto const want = gpu_decode(first, format, b);
+  std::unique_ptr<laz_gpu_decoder> last;
+  std::thread([&] {
+    ASSERT_TRUE(start_gpu(nullptr, gpus - 1));
+    last = std::make_unique<laz_gpu_decoder>(64);
+  }).join();
+  ASSERT_NE(last, nullptr);
+  // This thread's current device is 0; the calls run on a pool of other threads, as a stage's do.
+  std::pair<std::vector<std::uint8_t>, std::vector<laz_gpu_status>> got;
+  std::thread([&] {
+    ASSERT_TRUE(start_gpu(nullptr, 0));
+    got = gpu_decode(*last, format, b);
+  }).join();
+  ASSERT_EQ(got.second.size(), want.second.size());
+  for (std::size_t c = 0; c < got.second.size(); ++c) { ASSERT_EQ(got.second[c], laz_gpu_status::ok) << "chunk " << c; }
+  EXPECT_TRUE(got.first == want.first);
+  last.reset();  // freed on its own device from this thread too
 }
 
 /// A layered chunk's bytes decoded by the CPU decoder (Z, classification, flags: what the GPU

@@ -206,6 +206,11 @@ struct gpu_binner::impl {
   // Records folded where they were decoded (fold_device_records): the pieces of the runs of the
   // fold in flight, and the events that time it and tell wait_folds when it is done.
   detail::device_buffer<detail::record_run> fold_runs;
+  // The runs' table on its way up: page-locked, because a copy from pageable memory waits for the
+  // driver's staging, which a pageable copy of another stream holds until that stream's work before
+  // it is done (another tile's decode kernel: the fold would wait for it; docs/benchmarks.md, "Tiled
+  // jobs on every GPU of a host").
+  detail::pinned_buffer fold_table;
   detail::cuda_event fold_start, fold_stop;
   bool fold_pending{false};
 
