@@ -200,7 +200,10 @@ bool gpu_available(std::string* reason) noexcept { return detail::probe_device(r
 
 int gpu_count() noexcept
 {
-  if (!gpu_available()) { return 0; }
+  // Devices whose memory other processes hold are there: a job waits for the memory (--gpus under
+  // MPI ranks that share a GPU failed here before its wait began).
+  bool memory_short = false;
+  if (!detail::probe_device(nullptr, &memory_short) && !memory_short) { return 0; }
   int count = 0;
   if (cudaGetDeviceCount(&count) != cudaSuccess) {
     cudaGetLastError();

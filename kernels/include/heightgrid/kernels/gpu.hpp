@@ -19,7 +19,8 @@ namespace heightgrid {
 [[nodiscard]] bool gpu_available(std::string* reason = nullptr) noexcept;
 
 /// How many CUDA devices this process sees (CUDA_VISIBLE_DEVICES applies); 0 when gpu_available()
-/// is false. Never throws.
+/// is false, except where it is false because other processes hold the device's memory (the
+/// devices are there; a job waits for the memory). Never throws.
 [[nodiscard]] int gpu_count() noexcept;
 
 /// The current CUDA device.
