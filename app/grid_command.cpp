@@ -212,8 +212,13 @@ CLI::App* add_grid_command(CLI::App& app, grid_options& o)
   tiles->add_flag("--skip-bad", o.skip_bad,
                   "Leave out inputs that cannot be read (warn, list them at the end, exit 7) instead of failing");
   tiles->add_option("--gpus", o.gpus,
-                    "GPUs to spread tiles over: all, a count N, or a list like 0,2 (one tile worker per GPU, "
-                    "the cores shared)");
+                    "GPUs to spread tiles over: all, a count N, or a list like 0,2 (--tiles-per-gpu tile workers "
+                    "on each, the cores shared)");
+  tiles->add_option("--tiles-per-gpu", o.tiles_per_gpu,
+                    "Tiles gridded at once on each GPU (default: 3; MPI ranks grid one tile each). A tile's LAZ "
+                    "chunks fill a third of an H200's decoder or less, and its finalize and write leave the GPU "
+                    "idle: several tiles share each GPU")
+    ->check(CLI::Range(1u, 16u));
   cmd->footer(R"(Examples:
   heightgrid grid data/sample.xyz -o range.tif --res 1
   heightgrid grid tiles/ -o dsm_range.tif --res 0.5 --metrics range,min,max,count --a_srs EPSG:32633
@@ -410,6 +415,7 @@ int run_grid(grid_options const& given)
     return run_grid_tiled(o, job, metrics, wopt, paths);
   }
   HG_EXPECTS(!o.resume && !o.skip_bad, error_kind::usage, "--resume and --skip-bad apply to tiled output (--tile-size)");
+  HG_EXPECTS(o.tiles_per_gpu == 0, error_kind::usage, "--tiles-per-gpu applies to tiled output (--tile-size)");
   io::check_output_path(o.output, wopt);
   wopt.format = io::output_format_for(o.output, o.output_format);
   if (!o.gpus.empty()) {

@@ -47,6 +47,7 @@ struct grid_options {
   bool resume{false};
   bool skip_bad{false};
   std::string gpus;                   ///< --gpus all|N|LIST
+  unsigned tiles_per_gpu{0};          ///< --tiles-per-gpu (0: auto)
 };
 
 /// --gpus: "all", a count N (devices 0..N-1) or a list "0,2"; checked against the devices present.

@@ -223,6 +223,9 @@ tiled_setup open_catalogue(grid_options const& o, grid_job_options const& job, s
   t.batch_points = o.in.reader.chunk_points;
   HG_EXPECTS(o.gpus.empty() || job.device != device_choice::cpu, error_kind::usage, "--gpus cannot be used with --device cpu");
   t.gpus = parse_gpus(o.gpus);
+  HG_EXPECTS(o.tiles_per_gpu == 0 || job.device != device_choice::cpu, error_kind::usage,
+             "--tiles-per-gpu cannot be used with --device cpu");
+  t.tiles_per_gpu = o.tiles_per_gpu != 0 ? o.tiles_per_gpu : default_tiles_per_gpu;
 
   // The output directory, before any input is read.
   if (role != tiled_role::worker) {

@@ -9,6 +9,7 @@
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/io/geotiff_writer.hpp"
 
+#include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -299,7 +300,8 @@ tile_worker::tile_worker(tiled_job_options const& o, tiling const& layout, std::
 
 std::string tile_worker::name() const
 {
-  std::string const prefix = label_.empty() ? std::string() : label_ + ", ";
+  std::string prefix = label_.empty() ? std::string() : label_ + ", ";
+  if (!ordinal_.empty()) { prefix += ordinal_ + ", "; }
   if (device_ < 0 && gpu_ == nullptr) { return prefix + "worker (" + std::to_string(threads_) + " threads)"; }
   std::string n = device_ >= 0 ? "GPU " + std::to_string(device_) : std::string("GPU");
   if (!device_name_.empty()) { n += " (" + device_name_ + ")"; }
@@ -322,6 +324,7 @@ tile_outcome tile_worker::run(tile_task const& task)
       for (auto& p : one) { sources.push_back(std::move(p)); }
     }
     opening = catalogue_.size();
+    double const open_s = std::chrono::duration<double>(clock_type::now() - start).count();
     grid_job_options job = o_.job;
     job.fixed_grid = tile;
     job.threads = threads_;
@@ -343,7 +346,25 @@ tile_outcome tile_worker::run(tile_task const& task)
     write.overwrite = true;  // the directory is the job's (checked before any tile)
     write.fill.method = io::fill_method::none;  // filled across tile edges once every tile is written (run_tiled_job)
     tile_output output((fs::path(o_.out_dir) / tile_file_name(o_.name, layout_, tx, ty)).string(), o_.bands, write);
+    auto const job_start = clock_type::now();
     auto const r = run_grid_job(sources, job, output, gpu_);
+    double const job_s = std::chrono::duration<double>(clock_type::now() - job_start).count();
+    // Where a tile's time went (-v): what a worker does between its GPU's work.
+    std::string laz;
+    auto const& z = r.laz_gpu_stats;
+    if (r.laz_gpu && z.waves > 0) {
+      laz = fmt::format("; LAZ on the GPU: {} wave(s) of {} chunks at most, read and uploaded {}, decoded {} of which "
+                        "kernels {}, binned {}",
+                        z.waves, z.chunks_at_once, human_seconds(z.read_s), human_seconds(z.decode_s),
+                        human_seconds(z.kernel_s), human_seconds(z.fold_s));
+    }
+    if (r.laz_gpu && !z.failure.empty()) { laz += "; LAZ chunks decoded on the CPU after the GPU decoder failed: " + z.failure; }
+    spdlog::debug("tile {}: {} input(s) opened in {}; gridded in {}: setup {}, pass {} ({} records{}), finalize {}, "
+                  "the rest (write, close) {}",
+                  tile_file_name(o_.name, layout_, tx, ty), task.sources.size(), human_seconds(open_s),
+                  human_seconds(job_s), human_seconds(r.setup_s), human_seconds(r.bin_pass_s),
+                  with_commas(r.read.filtered.points_in), laz, human_seconds(r.finalize_s),
+                  human_seconds(std::max(0.0, job_s - r.setup_s - r.bin_pass_s - r.finalize_s)));
     out.status = output.written() ? tile_outcome::kind::written : tile_outcome::kind::empty;
     out.records = r.read.filtered.points_in;
     out.binned = r.binned;

@@ -136,6 +136,8 @@ class tile_worker {
   [[nodiscard]] std::uint64_t tiles() const noexcept { return tiles_; }
   /// Names the process it runs in ("rank 0 on HOST") in name() and before a failed tile's message.
   void set_label(std::string label) { label_ = std::move(label); }
+  /// Tells it apart from the other workers of its GPU in name() ("worker 3").
+  void set_ordinal(std::string ordinal) { ordinal_ = std::move(ordinal); }
 
  private:
   tiled_job_options const& o_;
@@ -148,6 +150,7 @@ class tile_worker {
   std::shared_ptr<laz_gpu_cache> laz_cache_;  ///< the GPU LAZ decoder kept between this worker's tiles
   std::string device_name_;
   std::string label_;
+  std::string ordinal_;
   double busy_s_{0.0};
   double gpu_busy_s_{0.0};
   double gpu_total_s_{0.0};  ///< the stage's binner's times so far (they add up over its tiles)

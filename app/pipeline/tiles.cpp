@@ -298,11 +298,18 @@ tiled_job_report run_tiled_job(std::vector<catalogue_entry> const& catalogue, ti
       local.join();
       if (local_failure) { std::rethrow_exception(local_failure); }
     } else {
-      std::size_t const n = std::max<std::size_t>(1, o.gpus.size());
+      // Every GPU gets `tiles_per_gpu` workers, dealt round the GPUs so that the first tiles spread
+      // over all of them; a CPU job has one worker with every core.
+      bool const on_gpu = !o.gpus.empty() || o.job.device == device_choice::gpu;
+      std::vector<int> const devices = o.gpus.empty() ? std::vector<int>{-1} : o.gpus;
+      std::size_t const per_gpu = on_gpu ? std::max(1u, o.tiles_per_gpu) : 1;
+      std::size_t const n = devices.size() * per_gpu;
       unsigned const per_worker = std::max(1u, threads / static_cast<unsigned>(n));
-      for (std::size_t i = 0; i < n; ++i) {
-        workers.push_back(std::make_unique<tile_worker>(o, layout, catalogue, open, o.gpus.empty() ? -1 : o.gpus[i],
-                                                        per_worker));
+      for (std::size_t k = 0; k < per_gpu; ++k) {
+        for (int const device : devices) {
+          workers.push_back(std::make_unique<tile_worker>(o, layout, catalogue, open, device, per_worker));
+          if (per_gpu > 1) { workers.back()->set_ordinal("worker " + std::to_string(workers.size())); }
+        }
       }
       run_tiles_here(c, workers, append, progress);
     }

@@ -47,6 +47,11 @@ struct catalogue_entry {
 using tile_source_opener = std::function<std::vector<std::unique_ptr<part_source>>(
   grid_spec const& tile, std::uint64_t tile_index, std::vector<std::size_t> const& which)>;
 
+/// Tile workers on each GPU unless --tiles-per-gpu says: a tile of ~600 LAZ files fills a third of
+/// an H200's decoder slots, so one tile at a time leaves the decoder latency-bound, and the tile's
+/// finalize and write leave the GPU idle (docs/benchmarks.md, "Tiled jobs on every GPU of a host").
+inline constexpr unsigned default_tiles_per_gpu = 3;
+
 struct tiled_job_options {
   grid_job_options job;  ///< every tile's job (fixed_grid and threads are set per tile)
   std::optional<grid_spec> fixed_grid;  ///< --te: the whole grid
@@ -59,7 +64,8 @@ struct tiled_job_options {
   bool overwrite{false};
   bool resume{false};
   bool skip_bad{false};
-  std::vector<int> gpus;           ///< CUDA devices, one tile worker each; empty: one worker
+  std::vector<int> gpus;           ///< CUDA devices, `tiles_per_gpu` tile workers each; empty: the default one
+  unsigned tiles_per_gpu{1};       ///< tile workers on each GPU (a CPU job has one worker)
   std::size_t batch_points{default_part_points};  ///< the largest part of any input
 };
 

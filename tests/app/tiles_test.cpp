@@ -157,6 +157,15 @@ TEST_F(TiledOutput, EveryGpuCountGivesTheSameTiles)
   auto const all = run_cli("grid " + cat() + " -o " + out("all").string() + " --res 1 --tile-size 64 --gpus all");
   ASSERT_EQ(all.code, 0) << all.output;
   EXPECT_TRUE(same_cells(out("cpu") / "cpu.vrt", out("all") / "all.vrt"));
+  // One tile at a time on each GPU, and more workers on a GPU than there are tiles for them.
+  for (std::string const per_gpu : {"1", "16"}) {
+    std::string const name = "per" + per_gpu;
+    auto const r = run_cli("grid " + cat() + " -o " + out(name).string() + " --res 1 --tile-size 64 --gpus all -v " +
+                           "--tiles-per-gpu " + per_gpu);
+    ASSERT_EQ(r.code, 0) << r.output;
+    EXPECT_TRUE(same_cells(out("cpu") / "cpu.vrt", out(name) / (name + ".vrt"))) << per_gpu;
+    EXPECT_EQ(r.output.find("worker 2,") != std::string::npos, per_gpu != "1") << r.output;
+  }
 }
 
 TEST_F(TiledOutput, PointsPastTheirHeaderBoundsReachEveryTile)
@@ -277,13 +286,19 @@ TEST_F(TiledOutput, BadTileOptionsAreUsageErrors)
 {
   for (std::string const bad : {"--tile-size 0", "--tile-size 10x", "--tile-size -5", "--tile-size-m 2.5 --res 1",
                                 "--tile-size 10 --tile-size-m 10", "--tile-size 10 --resume --overwrite",
-                                "--tile-size 10 --gpus zero", "--tile-size 10 --gpus 0,0"}) {
+                                "--tile-size 10 --gpus zero", "--tile-size 10 --gpus 0,0",
+                                "--tile-size 10 --tiles-per-gpu 0", "--tile-size 10 --tiles-per-gpu 17",
+                                "--tile-size 10 --tiles-per-gpu two", "--tile-size 10 --device cpu --tiles-per-gpu 2"}) {
     auto const r = run_cli("grid " + cat() + " -o " + out("x").string() + " --res 1 " + bad);
     EXPECT_TRUE(r.code == 2 || (r.code == 6 && bad.find("--gpus") != std::string::npos)) << bad << ": " << r.output;
     EXPECT_FALSE(fs::exists(out("x"))) << bad;
   }
   auto const resume = run_cli("grid " + cat() + " -o " + out("x.tif").string() + " --res 1 --resume");
   EXPECT_EQ(resume.code, 2) << resume.output;
+  auto const untiled = run_cli("grid " + cat() + " -o " + out("x.tif").string() + " --res 1 --tiles-per-gpu 2");
+  EXPECT_EQ(untiled.code, 2) << untiled.output;
+  EXPECT_NE(untiled.output.find("--tiles-per-gpu applies to tiled output"), std::string::npos) << untiled.output;
+  EXPECT_FALSE(fs::exists(out("x.tif")));
 }
 
 }  // namespace
