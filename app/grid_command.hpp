@@ -50,6 +50,20 @@ struct grid_options {
   unsigned tiles_per_gpu{0};          ///< --tiles-per-gpu (0: auto)
 };
 
+/// --gpus as written: all, a count N, or a list of device numbers.
+struct gpu_request {
+  bool all{false};
+  bool list{false};          ///< devices are device numbers (else devices.front() is a count)
+  std::vector<int> devices;
+};
+
+/// --gpus's syntax alone (no CUDA call). Throws error_kind::usage.
+[[nodiscard]] gpu_request parse_gpu_request(std::string const& text);
+
+/// The devices `r` names on a machine with `present` usable GPUs (empty text: none asked for).
+/// Throws error_kind::usage (more than there are) or device (none).
+[[nodiscard]] std::vector<int> resolve_gpus(gpu_request const& r, std::string const& text, int present);
+
 /// --gpus: "all", a count N (devices 0..N-1) or a list "0,2"; checked against the devices present.
 /// Empty text: none asked for. Throws error_kind::usage / device.
 [[nodiscard]] std::vector<int> parse_gpus(std::string const& text);

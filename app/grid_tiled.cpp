@@ -27,6 +27,7 @@
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
+#include <future>
 #include <optional>
 #include <sstream>
 
@@ -128,22 +129,15 @@ std::vector<std::unique_ptr<part_source>> synthetic_tile(synth_options const& wh
 
 bool tiled_output_requested(grid_options const& o) noexcept { return !o.tile_size.empty() || o.tile_size_m.has_value(); }
 
-std::vector<int> parse_gpus(std::string const& text)
+gpu_request parse_gpu_request(std::string const& text)
 {
-  if (text.empty()) { return {}; }
-  int const present = gpu_count();
-  auto const none = [&] {
-    std::string reason;
-    (void)gpu_available(&reason);
-    return error(error_kind::device, "--gpus " + text + ": no usable GPU (" + reason + ")");
-  };
-  std::vector<int> out;
+  gpu_request r;
+  if (text.empty()) { return r; }
   if (text == "all") {
-    if (present == 0) { throw none(); }
-    for (int d = 0; d < present; ++d) { out.push_back(d); }
-    return out;
+    r.all = true;
+    return r;
   }
-  bool const list = text.find(',') != std::string::npos;
+  r.list = text.find(',') != std::string::npos;
   std::stringstream s(text);
   std::string item;
   while (std::getline(s, item, ',')) {
@@ -155,27 +149,50 @@ std::vector<int> parse_gpus(std::string const& text)
     } catch (std::logic_error const&) {
       v = -1;
     }
-    HG_EXPECTS(v >= (list ? 0 : 1) && v <= 1024, error_kind::usage,
+    HG_EXPECTS(v >= (r.list ? 0 : 1) && v <= 1024, error_kind::usage,
             "--gpus: '" + text + "' is not all, a count N or a list of device numbers like 0,1");
-    out.push_back(v);
+    r.devices.push_back(v);
   }
-  if (present == 0) { throw none(); }
-  if (!list) {
-    int const n = out.front();
+  if (r.list) {
+    std::vector<int> seen = r.devices;
+    std::sort(seen.begin(), seen.end());
+    HG_EXPECTS(std::adjacent_find(seen.begin(), seen.end()) == seen.end(), error_kind::usage,
+            "--gpus: '" + text + "' names a device twice");
+  }
+  return r;
+}
+
+std::vector<int> resolve_gpus(gpu_request const& r, std::string const& text, int present)
+{
+  if (text.empty()) { return {}; }
+  if (present == 0) {
+    std::string reason;
+    (void)gpu_available(&reason);
+    throw error(error_kind::device, "--gpus " + text + ": no usable GPU (" + reason + ")");
+  }
+  std::vector<int> out;
+  if (r.all) {
+    for (int d = 0; d < present; ++d) { out.push_back(d); }
+    return out;
+  }
+  if (!r.list) {
+    int const n = r.devices.front();
     HG_EXPECTS(n <= present, error_kind::usage,
             "--gpus " + text + ": this machine has " + std::to_string(present) + " GPU" + (present == 1 ? "" : "s"));
-    out.clear();
     for (int d = 0; d < n; ++d) { out.push_back(d); }
     return out;
   }
-  std::vector<int> seen = out;
-  std::sort(seen.begin(), seen.end());
-  HG_EXPECTS(std::adjacent_find(seen.begin(), seen.end()) == seen.end(), error_kind::usage,
-          "--gpus: '" + text + "' names a device twice");
-  HG_EXPECTS(seen.back() < present, error_kind::usage,
-          "--gpus " + text + ": device " + std::to_string(seen.back()) + " asked for, but this machine has " +
+  int const last = *std::max_element(r.devices.begin(), r.devices.end());
+  HG_EXPECTS(last < present, error_kind::usage,
+          "--gpus " + text + ": device " + std::to_string(last) + " asked for, but this machine has " +
             std::to_string(present) + " (devices 0.." + std::to_string(present - 1) + ")");
-  return out;
+  return r.devices;
+}
+
+std::vector<int> parse_gpus(std::string const& text)
+{
+  auto const r = parse_gpu_request(text);
+  return resolve_gpus(r, text, text.empty() ? 0 : gpu_count());
 }
 
 namespace {
@@ -222,7 +239,11 @@ tiled_setup open_catalogue(grid_options const& o, grid_job_options const& job, s
   t.skip_bad = o.skip_bad;
   t.batch_points = o.in.reader.chunk_points;
   HG_EXPECTS(o.gpus.empty() || job.device != device_choice::cpu, error_kind::usage, "--gpus cannot be used with --device cpu");
-  t.gpus = parse_gpus(o.gpus);
+  // --gpus: its syntax now; the devices counted beside the catalogue's opening (CUDA's driver and
+  // first context take ~0.5 s, which came before the headers were read).
+  gpu_request const gpu_ask = parse_gpu_request(o.gpus);
+  std::future<int> gpus_present;
+  if (!o.gpus.empty()) { gpus_present = std::async(std::launch::async, [] { return gpu_count(); }); }
   HG_EXPECTS(o.tiles_per_gpu == 0 || job.device != device_choice::cpu, error_kind::usage,
              "--tiles-per-gpu cannot be used with --device cpu");
   t.tiles_per_gpu = o.tiles_per_gpu != 0 ? o.tiles_per_gpu : default_tiles_per_gpu;
@@ -285,6 +306,11 @@ tiled_setup open_catalogue(grid_options const& o, grid_job_options const& job, s
       throw error(error_kind::input, "every input failed to open; the first: " + unopened.front().path + ": " +
                                        printable(unopened.front().reason));
     }
+  }
+  trace_moment("tiled job: the catalogue's headers are read");
+  if (gpus_present.valid()) {
+    t.gpus = resolve_gpus(gpu_ask, o.gpus, gpus_present.get());
+    trace_moment("tiled job: the GPUs are counted");
   }
   t.write.crs_wkt = crs;
   if (crs.empty()) { spdlog::warn("the input has no CRS and none was given with --a_srs; the tiles will have none"); }
