@@ -389,6 +389,24 @@ struct batch {
   }
 };
 
+/// Every chunk of `f`, in order.
+batch whole_file(laz_file const& f)
+{
+  batch b;
+  for (std::size_t c = 0; c < f.chunks.size(); ++c) { b.add(f.bytes[c], static_cast<std::uint32_t>(f.chunks[c].points)); }
+  return b;
+}
+
+/// The decoder's format of a layered (point14) file.
+laz_gpu_format layered_format(laz_file const& f)
+{
+  laz_gpu_format format;
+  format.layout = laz_gpu_layout::layered_point14;
+  format.record_length = static_cast<std::uint32_t>(f.vlr.record_length());
+  format.layer_count = static_cast<std::uint32_t>(laz::layered_layer_count(f.vlr));
+  return format;
+}
+
 /// Uploads `b`, decodes its chunks (all at once, or `per_call` a call) and returns the records
 /// (laz_gpu_record_bytes_of(format.layout) each) and statuses.
 std::pair<std::vector<std::uint8_t>, std::vector<laz_gpu_status>> gpu_decode(laz_gpu_decoder& decoder,
@@ -539,12 +557,8 @@ TEST(LazGpuChunks, LayeredFilesMatchTheCpuDecoder)
   laz_gpu_decoder three_at_once(3);
   for (auto const* f : files) {
     SCOPED_TRACE(f->name);
-    laz_gpu_format format;
-    format.layout = laz_gpu_layout::layered_point14;
-    format.record_length = static_cast<std::uint32_t>(f->vlr.record_length());
-    format.layer_count = static_cast<std::uint32_t>(laz::layered_layer_count(f->vlr));
-    batch b;
-    for (std::size_t c = 0; c < f->chunks.size(); ++c) { b.add(f->bytes[c], static_cast<std::uint32_t>(f->chunks[c].points)); }
+    laz_gpu_format const format = layered_format(*f);
+    batch const b = whole_file(*f);
     // The CPU decoder with what the GPU decodes (Z, classification, flags): the other fields of
     // the first 18 bytes (intensity, user data) are zero in both.
     std::vector<std::vector<std::uint8_t>> cpu;
@@ -586,12 +600,8 @@ TEST(LazGpuChunks, ADecoderOnAnotherGpuDecodesTheSameFromAnyThread)
   auto const files = layered_files();
   HG_REQUIRE_FILES(files, "layered (compressor 3)");
   auto const* f = files.front();
-  laz_gpu_format format;
-  format.layout = laz_gpu_layout::layered_point14;
-  format.record_length = static_cast<std::uint32_t>(f->vlr.record_length());
-  format.layer_count = static_cast<std::uint32_t>(laz::layered_layer_count(f->vlr));
-  batch b;
-  for (std::size_t c = 0; c < f->chunks.size(); ++c) { b.add(f->bytes[c], static_cast<std::uint32_t>(f->chunks[c].points)); }
+  laz_gpu_format const format = layered_format(*f);
+  batch const b = whole_file(*f);
   ASSERT_TRUE(start_gpu(nullptr, 0));
   laz_gpu_decoder first(64);
   auto const want = gpu_decode(first, format, b);
