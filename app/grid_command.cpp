@@ -216,7 +216,7 @@ CLI::App* add_grid_command(CLI::App& app, grid_options& o)
                     "on each, the cores shared)");
   tiles->add_option("--tiles-per-gpu", o.tiles_per_gpu,
                     "Tiles gridded at once on each GPU (default: 3; MPI ranks grid one tile each). A tile's LAZ "
-                    "chunks fill a third of an H200's decoder or less, and its finalize and write leave the GPU "
+                    "chunks fill less than half of an H200's decoder, and its finalize and write leave the GPU "
                     "idle: several tiles share each GPU")
     ->check(CLI::Range(1u, 16u));
   cmd->footer(R"(Examples:

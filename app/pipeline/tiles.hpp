@@ -47,9 +47,9 @@ struct catalogue_entry {
 using tile_source_opener = std::function<std::vector<std::unique_ptr<part_source>>(
   grid_spec const& tile, std::uint64_t tile_index, std::vector<std::size_t> const& which)>;
 
-/// Tile workers on each GPU unless --tiles-per-gpu says: a tile of ~600 LAZ files fills a third of
-/// an H200's decoder slots, so one tile at a time leaves the decoder latency-bound, and the tile's
-/// finalize and write leave the GPU idle (docs/benchmarks.md, "Tiled jobs on every GPU of a host").
+/// Tile workers on each GPU unless --tiles-per-gpu says: a tile of ~600 LAZ files fills less than
+/// half of an H200's decoder slots, so one tile at a time leaves the decoder latency-bound, and the
+/// tile's finalize and write leave the GPU idle (docs/benchmarks.md, "Tiled jobs on every GPU of a host").
 inline constexpr unsigned default_tiles_per_gpu = 3;
 
 struct tiled_job_options {
