@@ -14,10 +14,18 @@ void sort_values(double* z, std::size_t n)
 
 void size_order_columns(cell_results& out, metric_request const& request, std::size_t cells)
 {
-  out.percentile.assign(request.percentiles.size(), column<float>(cells));
+  // Each column sized on its own: assign(n, column(cells)) would copy a prototype into every
+  // column, touching each page on this thread (one memcpy and one page fault a page, huge pages
+  // zeroed one after another) instead of leaving them to the threads that fill them.
+  auto const sized = [cells](std::vector<column<float>>& columns, std::size_t n) {
+    columns.clear();
+    columns.resize(n);
+    for (auto& c : columns) { c.resize(cells); }
+  };
+  sized(out.percentile, request.percentiles.size());
   out.percentile_of = request.percentiles;
   if (request.prange) { out.prange.resize(cells); }
-  out.shape.assign(request.shapes.size(), column<float>(cells));
+  sized(out.shape, request.shapes.size());
   out.shape_of = request.shapes;
 }
 
