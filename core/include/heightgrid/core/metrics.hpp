@@ -255,6 +255,12 @@ using column = std::vector<T, uninitialized_allocator<T>>;
 /// still to be written: it stores zero at every page start.
 void touch_pages(void* data, std::size_t bytes) noexcept;
 
+/// Maps the pages of [data, data + bytes) for writing without changing a byte (madvise
+/// MADV_POPULATE_WRITE, Linux 5.14 and later), in pieces on the OpenMP team: memory that others may
+/// be filling already, which page-locking (cudaHostRegister) would otherwise fault in one page at a
+/// time on one thread. `data` page-aligned. Returns false where the kernel cannot (nothing done).
+bool populate_pages(void* data, std::size_t bytes) noexcept;
+
 /// memcpy of [src, src + bytes) to dst split over the OpenMP team (pieces of at least 256 KiB):
 /// copies out of pinned staging buffers into fresh columns, whose page faults the team then
 /// takes in parallel. The ranges must not overlap.
