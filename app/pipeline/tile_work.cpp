@@ -298,19 +298,11 @@ tile_worker::tile_worker(tiled_job_options const& o, tiling const& layout, std::
 {
 }
 
-void tile_worker::release_devices() noexcept
-{
-  laz_cache_.reset();
-  gpu_.reset();
-}
-
 std::string tile_worker::name() const
 {
   std::string prefix = label_.empty() ? std::string() : label_ + ", ";
   if (!ordinal_.empty()) { prefix += ordinal_ + ", "; }
-  if (device_ < 0 && gpu_ == nullptr && device_name_.empty()) {
-    return prefix + "worker (" + std::to_string(threads_) + " threads)";
-  }
+  if (device_ < 0 && gpu_ == nullptr) { return prefix + "worker (" + std::to_string(threads_) + " threads)"; }
   std::string n = device_ >= 0 ? "GPU " + std::to_string(device_) : std::string("GPU");
   if (!device_name_.empty()) { n += " (" + device_name_ + ")"; }
   return prefix + n + ", " + std::to_string(threads_) + " threads";
@@ -452,7 +444,6 @@ void run_tiles_here(tile_coordinator& c, std::vector<std::unique_ptr<tile_worker
       if (show_progress) { c.report_progress(); }
       changed.notify_all();
     }
-    w.release_devices();
     changed.notify_all();
   };
   std::vector<std::thread> threads;

@@ -138,9 +138,6 @@ class tile_worker {
   void set_label(std::string label) { label_ = std::move(label); }
   /// Tells it apart from the other workers of its GPU in name() ("worker 3").
   void set_ordinal(std::string ordinal) { ordinal_ = std::move(ordinal); }
-  /// No tile is left for it: its GPU stage and LAZ decoder (page-locked ring, device buffers) are
-  /// freed now, on its thread, while other workers still grid, rather than at the process's exit.
-  void release_devices() noexcept;
 
  private:
   tiled_job_options const& o_;
