@@ -106,6 +106,17 @@ std::vector<std::string> gpu_stage::memory_notes() const
   return s_->memory_notes;
 }
 
+void gpu_stage::skip_binner()
+{
+  {
+    std::lock_guard<std::mutex> lock(s_->mutex);
+    s_->binner_unneeded = true;
+  }
+  s_->changed.notify_all();
+}
+
+bool gpu_stage::binner_skipped() const noexcept { return s_->binner_skipped.load(); }
+
 bool gpu_stage::wait_ready(std::atomic<bool> const& stopping)
 {
   std::unique_lock<std::mutex> lock(s_->mutex);

@@ -76,6 +76,13 @@ class gpu_stage {
   /// Whether the stage failed for want of device memory (other processes held it past the wait,
   /// or until the job had ended on the CPU).
   [[nodiscard]] bool failed_for_memory() const noexcept;
+  /// The job that made the stage needs no binner (the CPU binned every point, and no other job
+  /// shares the stage): once CUDA is up the start-up thread settles without making one (no device
+  /// accumulators, no ring page-locked beside the job's write and exit). wait_started() still says
+  /// whether CUDA started.
+  void skip_binner();
+  /// Whether the stage settled without a binner after skip_binner().
+  [[nodiscard]] bool binner_skipped() const noexcept;
   /// Blocks until the stage is ready or failed, or `stopping`. True when ready.
   bool wait_ready(std::atomic<bool> const& stopping);
   /// Seconds from construction until ready or failed (0 while starting).

@@ -44,6 +44,8 @@ struct gpu_stage::shared {
   std::string why;
   bool stopping{false};
   bool abandoned{false};
+  bool binner_unneeded{false};             ///< skip_binner(): settle once CUDA is up, no binner made
+  std::atomic<bool> binner_skipped{false};  ///< it did
 
   int device{-1};
   std::function<bool()> before_start;

@@ -116,6 +116,12 @@ void gpu_stage::shared::start(std::shared_ptr<shared> s)
     band = s->band;
     options = s->options;
     ring_pageable = s->ring_pageable;
+    if (s->binner_unneeded || s->abandoned) {
+      lock.unlock();
+      s->binner_skipped.store(true);
+      s->settle(state::failed, "no binner was needed: the CPU had binned every point");
+      return;
+    }
   }
   try {
     auto binner = make_binner(*s, band, options);

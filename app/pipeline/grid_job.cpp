@@ -38,6 +38,7 @@ grid_job::grid_job(std::vector<std::unique_ptr<part_source>> const& sources, gri
     rules_(o.filter, tag_table::of(o.request.tags)),
     threads_(worker_threads(o.threads)), batch_points_(largest_part(all_))
 {
+  owns_gpu_ = gpu_ != nullptr && o.gpu_stage_private;
   acc_request_ = o.request;
   // What accumulators keep (a grid binned by the CPU alone drops the count unless asked: bin_band).
   acc_request_.min = acc_request_.max = acc_request_.count = true;
@@ -77,6 +78,9 @@ grid_job_report grid_job::run()
     if (gpu_ == nullptr) {
       report_.gpu_note = o_.device == device_choice::cpu ? "not started (--device cpu)"
                                                          : "not started: the job is small enough for the CPU alone";
+    } else if (gpu_->binner_skipped()) {
+      report_.gpu_note = "up after " + human_seconds(gpu_->start_seconds()) +
+                         ", no binner made: the CPU had binned every point";
     } else if (gpu_->current() == gpu_stage::state::failed) {
       report_.gpu_note = "could not start: " + gpu_->failure();
     } else if (gpu_->current() == gpu_stage::state::starting) {
@@ -150,6 +154,7 @@ void grid_job::choose_route()
     gpu_.reset();
   } else if (gpu_ == nullptr) {
     gpu_ = std::make_shared<gpu_stage>(batch_points_, gpu_ring_slots(threads_), o_.gpu_device);
+    owns_gpu_ = true;
   }
   HG_EXPECTS(gpu_ == nullptr || gpu_->batch_points() >= batch_points_, error_kind::internal,
           "grid_job: the GPU stage's batches are smaller than the sources' parts");
@@ -231,6 +236,7 @@ void grid_job::offload_laz()
     if (gpu_ == nullptr) {
       gpu_ = std::make_shared<gpu_stage>(batch_points_, gpu_ring_slots(threads_),
                                          o_.gpu_device);
+      owns_gpu_ = true;
       gpu_->set_memory_wait(memory_wait_s());
     }
   }

@@ -73,6 +73,10 @@ struct grid_job_options {
   /// grids merge (the cooperative route, where the grid is small enough: grid_job); false: every
   /// batch waits for the GPU (--gpu-start wait).
   bool cpu_while_gpu_starts{true};
+  /// The GPU stage given to run_grid_job serves this job alone (the CLI's, started before the
+  /// inputs are opened): where the CPU bins every point, no binner is made on it (skip_binner).
+  /// False for a stage kept between jobs (tiles). A stage the job makes itself is its own.
+  bool gpu_stage_private{false};
   laz_gpu_limits laz_gpu_sizes;  ///< the GPU LAZ stage's waves and ring (tests make them small)
   /// Cells of a window the device finalizes (whole blocks of the file: band_accumulators.hpp);
   /// tests make them small.

@@ -145,6 +145,7 @@ class grid_job {
   grid_job_options const& o_;
   grid_output& output_;
   std::shared_ptr<gpu_stage> gpu_;
+  bool owns_gpu_{false};  ///< gpu_ was made by this job (not a tile worker's, kept between tiles)
   filter_rules rules_;
   unsigned threads_;
   std::size_t batch_points_;

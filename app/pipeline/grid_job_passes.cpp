@@ -173,6 +173,12 @@ bool grid_job::bin_and_write()
       report_.grid = out_grid;
       output_.begin(out_grid, max_count_bound(todo.empty() ? 1 : 2, band));
     }
+    if (todo.empty() && owns_gpu_ && gpu_ != nullptr && !gpu_used_) {
+      // The last pass is over and the CPU binned every point: the job needs no binner (its device
+      // memory and page-locked ring would be made beside the write and undone at exit); --device
+      // gpu still waits for CUDA's start before it commits (confirm_gpu).
+      gpu_->skip_binner();
+    }
     trace_moment("finalizing and writing a band");
     finalize_band(band, out_grid);
     trace_moment("the band is written");

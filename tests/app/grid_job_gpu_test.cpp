@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -88,6 +89,62 @@ TEST(GridJob, GpuRoutesEqualTheCpu)
   }
   EXPECT_GT(shared_gpu_batches, 0U) << "the shared route never used the GPU";
   EXPECT_GT(cooperative_gpu_batches, 0U) << "--device gpu never binned a batch on the GPU";
+}
+
+TEST(GpuStage, AJobThatNeedsNoBinnerLearnsThatCudaStartedAndGetsNone)
+{
+  if (!gpu_available()) { GTEST_SKIP() << "no usable GPU: the stage's start is checked on the GPU machine"; }
+  grid_spec g;
+  g.xres = g.yres = 1.0;
+  g.cols = g.rows = 10;
+  g.y0 = 10.0;
+  gpu_binner_options o;
+  o.batch_points = 1000;
+  o.request = extremes();
+  for (bool const skip : {true, false}) {
+    // The start held until the job has said what it needs: the CPU binned every point (skip), or
+    // the GPU is to bin (a binner made, the stage ready).
+    held_start held;
+    gpu_stage stage(1000, 4, -1, held.hook());
+    stage.configure(grid_band{g, 0, g.rows}, o);
+    if (skip) { stage.skip_binner(); }
+    held.release();
+    EXPECT_TRUE(stage.wait_started().has_value()) << stage.failure();
+    std::atomic<bool> const never{false};
+    EXPECT_EQ(stage.wait_ready(never), !skip);
+    EXPECT_EQ(stage.binner_skipped(), skip);
+    EXPECT_EQ(stage.current(), skip ? gpu_stage::state::failed : gpu_stage::state::ready);
+  }
+}
+
+TEST(GridJob, AJobTheCpuFinishedMakesNoBinnerOnItsOwnStage)
+{
+  if (!gpu_available()) { GTEST_SKIP() << "no usable GPU: the stage's start is checked on the GPU machine"; }
+  // --device gpu, CUDA's start held until after the readers: the CPU bins every point. On a stage
+  // of its own (the CLI's) the job then only learns that CUDA started, and no binner is made; on a
+  // stage kept for later jobs (tiles) the binner is made as before.
+  for (bool const private_stage : {true, false}) {
+    auto const c = three_clouds(999, true);
+    auto const sources = sources_of(c);
+    auto o = job_options(extremes(), 1.0, device_choice::cpu, 4);
+    memory_output cpu;
+    (void)run_grid_job(sources, o, cpu);
+    o.device = device_choice::gpu;
+    o.gpu_stage_private = private_stage;
+    held_start held;
+    auto stage = std::make_shared<gpu_stage>(1000, 8, -1, held.hook());
+    held.release_after(500);
+    memory_output gpu;
+    grid_job_report report;
+    ASSERT_NO_THROW(report = run_grid_job(sources, o, gpu, stage));
+    EXPECT_EQ(report.route, "CPU");
+    expect_bands(gpu.bands, cpu.bands, o.request, 0);
+    EXPECT_TRUE(stage->wait_started().has_value());
+    std::atomic<bool> const never{false};
+    EXPECT_EQ(stage->wait_ready(never), !private_stage);
+    EXPECT_EQ(stage->binner_skipped(), private_stage);
+    if (private_stage) { EXPECT_NE(report.gpu_note.find("no binner made"), std::string::npos) << report.gpu_note; }
+  }
 }
 
 TEST(GridJob, ReadersReadAheadWhileTheGpuStarts)
