@@ -3,6 +3,7 @@
 // and reduce mode, with and without bands of rows on the device.
 
 #include "pipeline_fixtures.hpp"
+#include "test_grids.hpp"
 
 #include "pipeline/gpu_stage.hpp"
 #include "pipeline/grid_job.hpp"
@@ -94,10 +95,7 @@ TEST(GridJob, GpuRoutesEqualTheCpu)
 TEST(GpuStage, AJobThatNeedsNoBinnerLearnsThatCudaStartedAndGetsNone)
 {
   if (!gpu_available()) { GTEST_SKIP() << "no usable GPU: the stage's start is checked on the GPU machine"; }
-  grid_spec g;
-  g.xres = g.yres = 1.0;
-  g.cols = g.rows = 10;
-  g.y0 = 10.0;
+  grid_spec const g = test::unit_square_grid(10);
   gpu_binner_options o;
   o.batch_points = 1000;
   o.request = extremes();

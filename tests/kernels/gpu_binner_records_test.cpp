@@ -8,6 +8,7 @@
 #include "heightgrid/kernels/gpu.hpp"
 #include "heightgrid/kernels/gpu_binner.hpp"
 #include "binner_extremes.hpp"
+#include "test_grids.hpp"
 
 #include "heightgrid/core/error.hpp"
 #include "heightgrid/core/grid_spec.hpp"
@@ -176,10 +177,7 @@ TEST(GpuBinnerRecords, DeviceDecodingEqualsCpuDecodingThenBinning)
 TEST(GpuBinnerRecords, RecordsNeedTheAtomicReductionAndAFilter)
 {
   if (!gpu_available()) { GTEST_SKIP() << "no usable GPU: the binner's checks run on the GPU machine"; }
-  grid_spec g;
-  g.xres = g.yres = 1.0;
-  g.cols = g.rows = 4;
-  g.y0 = 4.0;
+  grid_spec const g = test::unit_square_grid(4);
   gpu_binner_options o;
   o.batch_points = 16;
   o.request.min = o.request.max = o.request.count = true;
