@@ -128,9 +128,9 @@ void gpu_stage::shared::start(std::shared_ptr<shared> s)
     trace_moment("the grid's binner has its device memory");
     if (!ring_pageable) {
       // Page-locking the ring faults in the pages never touched one at a time on this thread
-      // (inside cudaHostRegister; 50-90 ms for 36 slots on an H200 host) while the readers wait
-      // for the binner: mapped on every core first (their bytes unchanged: readers may be filling
-      // slots ahead of the start), they are only pinned there.
+      // (inside cudaHostRegister) while the readers wait for the binner: mapped on every core
+      // first (their bytes unchanged: readers may be filling slots ahead of the start), they are
+      // only pinned there (docs/benchmarks.md, "Shape metrics and density": the ring mapped).
       if (populate_pages(s->ring.get(), s->slots * s->slot_bytes)) { trace_moment("the grid's ring is mapped"); }
       binner->register_host_memory(s->ring.get(), s->slots * s->slot_bytes);
       trace_moment("the grid's ring is page-locked");
