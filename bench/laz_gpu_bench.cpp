@@ -4,8 +4,9 @@
 // must share its record format). All chunks of all files given go to the device in one decode() (a
 // directory of tiles is one batch), after their compressed bytes were read into page-locked memory.
 //
-//   laz_gpu_bench [--threads N] [--mapping thread|layers] [--reps R] [--copies C [--distinct]] [--check] FILE.laz...
+//   laz_gpu_bench [--threads N] [--mapping thread|layers] [--lanes K] [--reps R] [--copies C [--distinct]] [--check] FILE.laz...
 //
+// --lanes K (1, 2, 4; 0, the default: the decoder's choice) decodes K pointwise chunks a warp.
 // --copies C decodes every chunk C times in the call (the same compressed bytes, C times the
 // records): small files fill the device that way. --distinct gives each copy compressed bytes of
 // its own on the device (C times the bytes uploaded), as a directory of C copies of the files has:
@@ -96,6 +97,7 @@ int run(int argc, char** argv)
 {
   std::size_t threads = 0;
   laz_gpu_mapping mapping = laz_gpu_mapping::layer_per_lane;
+  unsigned lanes = 0;
   int reps = 3;
   bool check = false;
   bool distinct = false;
@@ -107,6 +109,8 @@ int run(int argc, char** argv)
       threads = std::strtoull(argv[++i], nullptr, 10);
     } else if (a == "--mapping" && i + 1 < argc) {
       mapping = std::string(argv[++i]) == "thread" ? laz_gpu_mapping::chunk_per_thread : laz_gpu_mapping::layer_per_lane;
+    } else if (a == "--lanes" && i + 1 < argc) {
+      lanes = static_cast<unsigned>(std::strtoul(argv[++i], nullptr, 10));
     } else if (a == "--reps" && i + 1 < argc) {
       reps = std::atoi(argv[++i]);
     } else if (a == "--copies" && i + 1 < argc) {
@@ -120,7 +124,7 @@ int run(int argc, char** argv)
     }
   }
   if (paths.empty()) {
-    std::fprintf(stderr, "usage: laz_gpu_bench [--threads N] [--mapping thread|layers] [--reps R] [--copies C [--distinct]] [--check] FILE.laz...\n");
+    std::fprintf(stderr, "usage: laz_gpu_bench [--threads N] [--mapping thread|layers] [--lanes K] [--reps R] [--copies C [--distinct]] [--check] FILE.laz...\n");
     return 2;
   }
 
@@ -176,6 +180,7 @@ int run(int argc, char** argv)
   bool const pointwise = format.layout == laz_gpu_layout::pointwise_point10;
 
   laz_gpu_decoder decoder(threads, mapping);
+  decoder.set_pointwise_lanes(lanes);
   std::uint8_t* const compressed = decoder.pinned(compressed_bytes);
   std::uint8_t* const records = decoder.pinned(points * stride);
   std::vector<double> read_s;
@@ -222,11 +227,13 @@ int run(int argc, char** argv)
   std::size_t bad = 0;
   for (auto s : status) { bad += s != laz_gpu_status::ok ? 1 : 0; }
   std::printf("files %zu  chunks %zu (%zu copies%s)  points %llu  compressed %.1f MB  open %.3f s  layout %s  "
-              "chunks at once %zu, mapping %s\n",
+              "chunks at once %zu (layered) / %zu (this call), mapping %s\n",
               files.size(), chunks.size(), copies, distinct ? ", distinct bytes" : "",
               static_cast<unsigned long long>(points), compressed_bytes / 1e6,
-              open_s, pointwise ? "pointwise" : "layered", decoder.threads(),
-              pointwise ? "one lane a chunk" : mapping == laz_gpu_mapping::chunk_per_thread ? "thread" : "layers");
+              open_s, pointwise ? "pointwise" : "layered", decoder.threads(), decoder.last_chunks_at_once(),
+              pointwise ? (decoder.last_pointwise_lanes() == 1 ? "one chunk a warp"
+                           : decoder.last_pointwise_lanes() == 2 ? "two chunks a warp" : "four chunks a warp")
+              : mapping == laz_gpu_mapping::chunk_per_thread ? "thread" : "layers");
   std::printf("read %.3f s  upload %.1f ms  decode %.1f ms  download %.1f ms  reserve+upload+decode+download wall %.3f s  = %.1f M points/s "
               "(decode kernel %.1f M points/s)  chunks not ok: %zu\n",
               median(read_s), median(up), median(dec), median(down), median(wall), points / median(wall) / 1e6,

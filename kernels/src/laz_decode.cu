@@ -123,15 +123,22 @@ struct laz_gpu_decoder::impl {
   std::size_t stride() const { return laz_gpu_record_bytes_of(layout); }
 
   // Pointwise: slots of models (detail/laz/pointwise.hpp), laid out for `pointwise_extra` extra bytes.
-  // Slots a pointwise decode() uses at most, items without / with RGB (two kernels); 0: not yet known.
-  std::size_t pointwise_max[2]{0, 0};
+  // For items without / with RGB (two kernels; 0: not yet known): blocks the device holds at once,
+  // and slots a decode() uses at most.
+  struct pointwise_limits {
+    std::size_t resident_blocks{0};
+    std::size_t max_slots{0};
+  };
+  pointwise_limits pointwise_max[2];
+  unsigned forced_lanes{0};      // set_pointwise_lanes (0: laz_pointwise_lanes)
+  unsigned last_lanes{0};        // of the last pointwise decode()
   std::size_t last_blocks{0};    // chunks the last decode() decoded at once
   std::size_t pointwise_laid_out{0};
   std::uint32_t pointwise_extra{0};
   std::size_t pointwise_slot_bytes{0};
   device_buffer<unsigned char> pointwise_slots;
   void lay_out_pointwise_slots(std::size_t wanted, std::uint32_t extra_bytes);
-  std::size_t pointwise_slots_of(detail::laz::pointwise_items const& items) const;
+  pointwise_limits pointwise_limits_of(detail::laz::pointwise_items const& items) const;
   void launch_layered(laz_gpu_format const& format, std::size_t chunk_count, unsigned blocks);
   std::size_t arena_u16{0};
   device_buffer<point14_channel> channels;
@@ -274,6 +281,15 @@ std::size_t laz_gpu_decoder::threads() const noexcept { return impl_->slots; }
 
 std::size_t laz_gpu_decoder::last_chunks_at_once() const noexcept { return impl_->last_blocks; }
 
+unsigned laz_gpu_decoder::last_pointwise_lanes() const noexcept { return impl_->last_lanes; }
+
+void laz_gpu_decoder::set_pointwise_lanes(unsigned lanes)
+{
+  HG_EXPECTS(lanes == 0 || lanes == 1 || lanes == 2 || lanes == 4, error_kind::usage,
+             "laz_gpu_decoder: pointwise lanes are 0 (chosen per call), 1, 2 or 4, not " + std::to_string(lanes));
+  impl_->forced_lanes = lanes;
+}
+
 std::uint8_t* laz_gpu_decoder::pinned(std::size_t bytes)
 {
   impl_->use_device();
@@ -372,25 +388,26 @@ void laz_gpu_decoder::impl::launch_layered(laz_gpu_format const& format, std::si
   HG_CUDA_TRY(cudaGetLastError());
 }
 
-/// Slots a pointwise decode() uses at most: as many as the multiprocessors hold blocks of its kernel
-/// (a chunk is one long chain of dependent instructions: more chunks in flight hide more latency,
-/// as for the layered kernel), the constructor's count if it gave one; within a quarter of the free
-/// memory.
-std::size_t laz_gpu_decoder::impl::pointwise_slots_of(detail::laz::pointwise_items const& items) const
+/// The blocks of the pointwise kernel the multiprocessors hold at once (a chunk is one long chain
+/// of dependent instructions: more chunks in flight hide more of its latency, as for the layered
+/// kernel), and the slots a decode() uses at most: four a block (laz_pointwise_lanes), or the
+/// constructor's count if it gave one; within a quarter of the free memory.
+laz_gpu_decoder::impl::pointwise_limits laz_gpu_decoder::impl::pointwise_limits_of(
+  detail::laz::pointwise_items const& items) const
 {
-  std::size_t wanted = requested;
-  if (wanted == 0) {
-    int device = 0;
-    int sms = 0;
-    HG_CUDA_TRY(cudaGetDevice(&device));
-    HG_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    int const per_sm = detail::laz::pointwise_blocks_per_multiprocessor(items);
-    wanted = static_cast<std::size_t>(std::max(per_sm, 1)) * static_cast<std::size_t>(std::max(sms, 1));
-  }
+  int device = 0;
+  int sms = 0;
+  HG_CUDA_TRY(cudaGetDevice(&device));
+  HG_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  int const per_sm = detail::laz::pointwise_blocks_per_multiprocessor(items);
+  pointwise_limits l;
+  l.resident_blocks = static_cast<std::size_t>(std::max(per_sm, 1)) * static_cast<std::size_t>(std::max(sms, 1));
+  l.max_slots = requested != 0 ? requested : l.resident_blocks * 4;
   std::size_t free_bytes = 0, total_bytes = 0;
   HG_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
   std::size_t const slot_bytes = detail::laz::pointwise_slot_bytes(items.extra_bytes);
-  return std::min(wanted, std::max<std::size_t>(free_bytes / 4 / slot_bytes, 1));
+  l.max_slots = std::min(l.max_slots, std::max<std::size_t>(free_bytes / 4 / slot_bytes, 1));
+  return l;
 }
 
 std::vector<laz_gpu_status> laz_gpu_decoder::decode(laz_gpu_format const& format,
@@ -438,11 +455,21 @@ std::vector<laz_gpu_status> laz_gpu_decoder::decode(laz_gpu_format const& format
                               s.stream));
   HG_CUDA_TRY(cudaMemsetAsync(s.counter.data(), 0, sizeof(unsigned long long), s.stream));
   if (pointwise) {
-    std::size_t& most = s.pointwise_max[items.rgb ? 1 : 0];
-    if (most == 0) { most = s.pointwise_slots_of(items); }
-    auto const blocks = static_cast<unsigned>(std::min(most, chunks.size()));
-    s.last_blocks = blocks;
-    s.lay_out_pointwise_slots(blocks, format.extra_bytes);
+    auto& limits = s.pointwise_max[items.rgb ? 1 : 0];
+    if (limits.max_slots == 0) { limits = s.pointwise_limits_of(items); }
+    // Lanes side by side in a warp, each its own chunk; blocks at most as many as the device holds
+    // at once (or the constructor's count), each with a slot a lane.
+    unsigned lanes = s.forced_lanes != 0 ? s.forced_lanes
+                     : s.requested != 0  ? 1U
+                                         : laz_pointwise_lanes(items.rgb, chunks.size(), limits.resident_blocks);
+    while (lanes > 1 && limits.max_slots < lanes) { lanes /= 2; }
+    std::size_t const wanted_blocks = (chunks.size() + lanes - 1) / lanes;
+    std::size_t const fit = s.requested != 0 ? limits.max_slots / lanes
+                                             : std::min(limits.resident_blocks, limits.max_slots / lanes);
+    auto const blocks = static_cast<unsigned>(std::min(wanted_blocks, fit));
+    s.last_blocks = std::min<std::size_t>(std::size_t{blocks} * lanes, chunks.size());
+    s.last_lanes = lanes;
+    s.lay_out_pointwise_slots(std::size_t{blocks} * lanes, format.extra_bytes);
     start.record(s.stream);
     detail::laz::pointwise_params p{};
     p.compressed = s.compressed.data();
@@ -454,7 +481,7 @@ std::vector<laz_gpu_status> laz_gpu_decoder::decode(laz_gpu_format const& format
     p.slot_bytes = s.pointwise_slot_bytes;
     p.next_chunk = s.counter.data();
     p.items = items;
-    detail::laz::launch_decode_pointwise(p, blocks, s.stream);
+    detail::laz::launch_decode_pointwise(p, blocks, lanes, s.stream);
   } else {
     auto const blocks = static_cast<unsigned>(std::min(s.slots, chunks.size()));
     s.last_blocks = blocks;

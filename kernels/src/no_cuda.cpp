@@ -175,6 +175,8 @@ laz_gpu_decoder::laz_gpu_decoder(std::size_t, laz_gpu_mapping) { unavailable("la
 laz_gpu_decoder::~laz_gpu_decoder() = default;
 std::size_t laz_gpu_decoder::threads() const noexcept { return 0; }
 std::size_t laz_gpu_decoder::last_chunks_at_once() const noexcept { return 0; }
+unsigned laz_gpu_decoder::last_pointwise_lanes() const noexcept { return 0; }
+void laz_gpu_decoder::set_pointwise_lanes(unsigned) { unavailable("laz_gpu_decoder::set_pointwise_lanes"); }
 std::uint8_t* laz_gpu_decoder::pinned(std::size_t) { unavailable("laz_gpu_decoder::pinned"); }
 std::uint8_t* laz_gpu_decoder::adopt_pinned(void* host, std::size_t)
 {

@@ -502,6 +502,86 @@ TEST(LazGpuChunks, PointwiseFilesMatchTheCpuDecoder)
   }
 }
 
+/// How many pointwise chunks a warp decodes side by side (host rule, runs everywhere): one while one
+/// a warp holds every chunk at once, two up to three times the device's blocks, four beyond; one
+/// for RGB.
+TEST(LazPointwiseLanes, MoreAWarpOnlyWhereOneAWarpCannotHoldThemAll)
+{
+  static_assert(laz_pointwise_lanes(false, 4000, 4224) == 1);   // one a warp holds them all
+  static_assert(laz_pointwise_lanes(false, 6540, 4224) == 2);   // 2.4e8 points of Topography
+  static_assert(laz_pointwise_lanes(false, 10000, 4224) == 2);  // two a warp beat four there
+  static_assert(laz_pointwise_lanes(false, 16000, 4224) == 4);
+  static_assert(laz_pointwise_lanes(true, 16000, 2112) == 1);   // RGB: one a warp whatever the count
+  EXPECT_EQ(laz_pointwise_lanes(false, 0, 4224), 1U);
+  EXPECT_EQ(laz_pointwise_lanes(false, 4224, 4224), 1U);
+  EXPECT_EQ(laz_pointwise_lanes(false, 4225, 4224), 2U);
+  EXPECT_EQ(laz_pointwise_lanes(false, 12672, 4224), 2U);
+  EXPECT_EQ(laz_pointwise_lanes(false, 12673, 4224), 4U);
+  EXPECT_EQ(laz_pointwise_lanes(false, 1'000'000, 4224), 4U);  // more than four a warp hold: four, in turns
+  EXPECT_EQ(laz_pointwise_lanes(false, 4, 1), 4U);             // a device of one block
+}
+
+/// Two and four chunks a warp (forced; the rule picks them only for thousands of chunks) decode
+/// every chunk as the CPU does: all at once, and with fewer slots than chunks (lanes take chunks in
+/// turn), for each item set of the real pointwise files. Each chunk three times over, so that a
+/// warp's lanes decode different chunks and copies of one chunk side by side.
+TEST(LazGpuChunks, PointwiseChunksDecodeTheSameTwoAndFourToAWarp)
+{
+  HG_SKIP_WITHOUT_GPU();
+  auto const files = pointwise_files();
+  HG_REQUIRE_FILES(files, "pointwise (compressor 2, v2 items)");
+  {
+    laz_gpu_decoder d;
+    EXPECT_EQ(d.last_pointwise_lanes(), 0U) << "before any decode()";
+    for (unsigned const bad : {3U, 8U}) {
+      try {
+        d.set_pointwise_lanes(bad);
+        ADD_FAILURE() << bad << " lanes accepted";
+      } catch (error const& e) {
+        EXPECT_EQ(e.kind(), error_kind::usage);
+      }
+    }
+  }
+  for (auto const* f : files) {
+    SCOPED_TRACE(f->name);
+    auto const items = *pointwise_items_of(f->vlr);
+    auto const format = pointwise_format_of(items);
+    batch b;
+    std::vector<std::vector<std::uint8_t>> cpu;
+    for (int copy = 0; copy < 3; ++copy) {
+      for (std::size_t c = 0; c < f->chunks.size(); ++c) {
+        auto const points = static_cast<std::uint32_t>(f->chunks[c].points);
+        b.add(f->bytes[c], points);
+        auto r = cpu_decode(f->vlr, f->bytes[c].data(), f->bytes[c].size(), points);
+        ASSERT_TRUE(r.has_value()) << "chunk " << c;
+        cpu.push_back(std::move(*r));
+      }
+    }
+    std::size_t const length = items.record_length();
+    struct variant {
+      unsigned lanes;
+      std::size_t at_once;  // the constructor's chunks_at_once (0: the device's)
+    };
+    for (variant const v : {variant{1, 0}, variant{2, 0}, variant{4, 0}, variant{2, 2}, variant{4, 4}, variant{2, 5}}) {
+      SCOPED_TRACE(std::to_string(v.lanes) + " lanes, " + std::to_string(v.at_once) + " at once");
+      laz_gpu_decoder decoder(v.at_once);
+      decoder.set_pointwise_lanes(v.lanes);
+      auto const [records, status] = gpu_decode(decoder, format, b);
+      EXPECT_EQ(decoder.last_pointwise_lanes(), v.lanes);
+      // Blocks of `lanes` slots each: the constructor's count rounded down to whole blocks.
+      std::size_t const slots = v.at_once == 0 ? b.chunks.size() : v.at_once / v.lanes * v.lanes;
+      EXPECT_EQ(decoder.last_chunks_at_once(), std::min(slots, b.chunks.size()));
+      for (std::size_t c = 0; c < b.chunks.size(); ++c) {
+        ASSERT_EQ(status[c], laz_gpu_status::ok) << "chunk " << c;
+        for (std::uint32_t i = 0; i < b.chunks[c].points; ++i) {
+          ASSERT_EQ(0, std::memcmp(records.data() + (b.chunks[c].first_record + i) * 20, cpu[c].data() + i * length, 20))
+            << "chunk " << c << " record " << i;
+        }
+      }
+    }
+  }
+}
+
 TEST(LazGpuChunks, CorruptAndTruncatedPointwiseChunksAreFlagged)
 {
   HG_SKIP_WITHOUT_GPU();
@@ -528,22 +608,28 @@ TEST(LazGpuChunks, CorruptAndTruncatedPointwiseChunksAreFlagged)
   b.add(raw_only, 1);
   b.add(garbage, 2000);
   b.add(good, points);
-  laz_gpu_decoder decoder;
-  auto const [records, status] = gpu_decode(decoder, pointwise_format_of(items), b);
   auto const cpu = *cpu_decode(f.vlr, good.data(), good.size(), points);
-  EXPECT_EQ(status[1], laz_gpu_status::overrun);
-  EXPECT_EQ(status[3], laz_gpu_status::short_header);
-  EXPECT_EQ(status[4] == laz_gpu_status::ok, cpu_garbage.has_value());
-  for (std::size_t c : {std::size_t{0}, std::size_t{2}, std::size_t{5}}) {
-    ASSERT_EQ(status[c], laz_gpu_status::ok) << "chunk " << c;
-    for (std::uint32_t i = 0; i < b.chunks[c].points; ++i) {
-      ASSERT_EQ(0, std::memcmp(records.data() + (b.chunks[c].first_record + i) * 20, cpu.data() + i * length, 20))
-        << "chunk " << c << " record " << i;
+  // One chunk a warp, and two and four side by side (a corrupt chunk's lane ends early beside a
+  // good one's).
+  for (unsigned const lanes : {1U, 2U, 4U}) {
+    SCOPED_TRACE(std::to_string(lanes) + " lanes");
+    laz_gpu_decoder decoder;
+    decoder.set_pointwise_lanes(lanes);
+    auto const [records, status] = gpu_decode(decoder, pointwise_format_of(items), b);
+    EXPECT_EQ(status[1], laz_gpu_status::overrun);
+    EXPECT_EQ(status[3], laz_gpu_status::short_header);
+    EXPECT_EQ(status[4] == laz_gpu_status::ok, cpu_garbage.has_value());
+    for (std::size_t c : {std::size_t{0}, std::size_t{2}, std::size_t{5}}) {
+      ASSERT_EQ(status[c], laz_gpu_status::ok) << "chunk " << c;
+      for (std::uint32_t i = 0; i < b.chunks[c].points; ++i) {
+        ASSERT_EQ(0, std::memcmp(records.data() + (b.chunks[c].first_record + i) * 20, cpu.data() + i * length, 20))
+          << "chunk " << c << " record " << i;
+      }
     }
-  }
-  if (cpu_garbage) {
-    for (std::uint32_t i = 0; i < 2000; ++i) {
-      ASSERT_EQ(0, std::memcmp(records.data() + (b.chunks[4].first_record + i) * 20, cpu_garbage->data() + i * length, 20));
+    if (cpu_garbage) {
+      for (std::uint32_t i = 0; i < 2000; ++i) {
+        ASSERT_EQ(0, std::memcmp(records.data() + (b.chunks[4].first_record + i) * 20, cpu_garbage->data() + i * length, 20));
+      }
     }
   }
 }

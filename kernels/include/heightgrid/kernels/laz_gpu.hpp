@@ -84,11 +84,28 @@ enum class laz_gpu_status : std::int32_t {
 };
 
 /// How a layered chunk is spread over the device's threads (a pointwise chunk is one serial chain:
-/// one lane of a warp decodes it whatever the mapping).
+/// one lane decodes it whatever the mapping; laz_pointwise_lanes says how many lanes of a warp do).
 enum class laz_gpu_mapping {
   chunk_per_thread,  ///< one thread decodes the chunk's layers one after the other
   layer_per_lane,    ///< four lanes of a warp decode its XY, Z, classification and flags layers side by side
 };
+
+/// Pointwise chunks a warp decodes side by side (lanes 0..k-1, each a chunk of its own), for a call of
+/// `chunks` chunks on a device that holds `resident_blocks` blocks of the one-warp pointwise kernel
+/// at once. A chunk is one serial chain of dependent decodes: one chain a warp leaves most issue
+/// slots idle, and two or four chains a warp (their lanes diverging where their symbols differ)
+/// decode faster where one a warp cannot hold every chunk at once: k = 1 up to resident_blocks
+/// chunks, 2 up to three times that, 4 beyond; 1 for items with RGB (whose kernel, at half the
+/// blocks, lost 5 % with two a warp). Measured on an H200, 4,224 blocks, kernel M points/s with
+/// k = 1 / 2 / 4 (docs/benchmarks.md, "Pointwise LAZ on the device"): 4,000 chunks 131.5 / 132.3 /
+/// 121.7; 5,100: 153.8 / 154.6 / 140.8; 6,540: 141 / 173 / 157; 10,000: 155.0 / 217.1 / 209.6;
+/// 16,000: 156 / 226 / 256.
+/// Example: (false, 4000, 4224) -> 1; (false, 10000, 4224) -> 2; (false, 16000, 4224) -> 4; (true, 16000, 2112) -> 1.
+[[nodiscard]] constexpr unsigned laz_pointwise_lanes(bool rgb, std::size_t chunks, std::size_t resident_blocks) noexcept
+{
+  if (rgb || chunks <= resident_blocks) { return 1; }
+  return chunks <= 3 * resident_blocks ? 2 : 4;
+}
 
 /// Where the device's time went (CUDA events, milliseconds, summed over calls).
 struct laz_gpu_times {
@@ -116,6 +133,13 @@ class laz_gpu_decoder {
   /// Chunks the last decode() decoded at once (its blocks: for pointwise chunks as many as the
   /// device holds blocks of the pointwise kernel, fewer than threads()); 0 before any.
   [[nodiscard]] std::size_t last_chunks_at_once() const noexcept;
+  /// Pointwise chunks a warp decoded side by side in the last decode() of pointwise chunks
+  /// (laz_pointwise_lanes, or set_pointwise_lanes); 0 before any.
+  [[nodiscard]] unsigned last_pointwise_lanes() const noexcept;
+  /// Pointwise chunks a warp decodes from now on: 1, 2 or 4 (tests, benchmarks), or 0 (the default:
+  /// laz_pointwise_lanes for each call, 1 where the constructor was given chunks_at_once). Throws
+  /// error_kind::usage for other values.
+  void set_pointwise_lanes(unsigned lanes);
 
   /// Page-locked host memory (uploads and downloads at full speed); freed with the decoder.
   /// Throws error_kind::resource when it cannot be had.

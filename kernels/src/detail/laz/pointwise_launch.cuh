@@ -19,13 +19,13 @@ struct pointwise_params {
   std::size_t chunk_count;
   std::uint8_t* records;
   laz_gpu_status* status;
-  unsigned char* slots;     ///< a block's models at slots + block * slot_bytes (lay_out_pointwise)
+  unsigned char* slots;     ///< lane l of block b: models at slots + (b * lanes + l) * slot_bytes (lay_out_pointwise)
   std::size_t slot_bytes;
   unsigned long long* next_chunk;  ///< zero before the launch
   pointwise_items items;
 };
 
-/// Threads a block of the pointwise kernel (a warp: one lane decodes, see the kernel).
+/// Threads a block of the pointwise kernel (a warp: lanes 0..lanes-1 decode, see the kernel).
 inline constexpr unsigned pointwise_block_threads = 32;
 
 /// Blocks of the pointwise kernel for `items` a multiprocessor holds at once (the occupancy
@@ -36,7 +36,8 @@ inline constexpr unsigned pointwise_block_threads = 32;
 void launch_lay_out_pointwise(unsigned char* slots, std::size_t count, std::size_t slot_bytes,
                               std::uint32_t extra_bytes, cudaStream_t stream);
 
-/// Decodes p's chunks with `blocks` blocks (at most the slots laid out), stream-ordered.
-void launch_decode_pointwise(pointwise_params const& p, unsigned blocks, cudaStream_t stream);
+/// Decodes p's chunks with `blocks` blocks of `lanes` (1, 2 or 4) chunks each, blocks * lanes slots
+/// laid out at least, stream-ordered.
+void launch_decode_pointwise(pointwise_params const& p, unsigned blocks, unsigned lanes, cudaStream_t stream);
 
 }  // namespace heightgrid::detail::laz
