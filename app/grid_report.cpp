@@ -84,11 +84,13 @@ void report_stages(grid_job_report const& r, double input_bytes, double open_s, 
                       human_seconds(l.fold_s))
         : fmt::format("records downloaded in {}", human_seconds(l.download_s));
     std::uint64_t const decoded = l.folded_chunks > 0 ? l.folded_points : l.points;
-    spdlog::debug("LAZ on the GPU: {} of {} chunks ({} points) in {} waves, {} chunks at once; decoder started in {} "
+    std::string const lanes =
+      l.pointwise_lanes > 1 ? fmt::format(" ({} pointwise chunks a warp)", l.pointwise_lanes) : std::string();
+    spdlog::debug("LAZ on the GPU: {} of {} chunks ({} points) in {} waves, {} chunks at once{}; decoder started in {} "
                   "(then {} waiting for the job's grid), compressed bytes read and uploaded in {}, decode {} (kernels "
                   "{}, {:.1f} M points/s), {}, stage closed in {}{}",
                   with_commas(l.folded_chunks > 0 ? l.folded_chunks : l.gpu_chunks), with_commas(l.chunks),
-                  with_commas(l.points), l.waves, with_commas(l.chunks_at_once), human_seconds(l.start_s),
+                  with_commas(l.points), l.waves, with_commas(l.chunks_at_once), lanes, human_seconds(l.start_s),
                   human_seconds(l.decided_s),
                   human_seconds(l.read_s), human_seconds(l.decode_s), human_seconds(l.kernel_s),
                   l.kernel_s > 0.0 ? static_cast<double>(decoded) / l.kernel_s / 1e6 : 0.0, records_went,

@@ -35,6 +35,7 @@ void laz_gpu_stage_report::add(laz_gpu_stage_report const& o)
   skipped += o.skipped;
   waves += o.waves;
   chunks_at_once = std::max(chunks_at_once, o.chunks_at_once);
+  pointwise_lanes = std::max(pointwise_lanes, o.pointwise_lanes);
   folded_chunks += o.folded_chunks;
   folded_points += o.folded_points;
   start_s += o.start_s;

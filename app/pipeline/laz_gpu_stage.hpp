@@ -52,6 +52,7 @@ struct laz_gpu_stage_report {
   std::uint64_t skipped{0};         ///< never given to the GPU: no points, or larger than a ring slot
   std::uint64_t waves{0};           ///< decoded
   std::uint64_t chunks_at_once{0};  ///< the most chunks a wave decoded at once (laz_gpu_decoder::last_chunks_at_once)
+  unsigned pointwise_lanes{0};      ///< the most pointwise chunks a warp decoded side by side (0: none pointwise)
   std::uint64_t folded_chunks{0};   ///< binned on the device where they were decoded (never downloaded)
   std::uint64_t folded_points{0};
   double start_s{0.0};              ///< the decoder's start (CUDA context, device memory)

@@ -37,17 +37,30 @@ void laz_gpu_stage::impl::share_with_readers()
     if (e.state == chunk_state::cpu && !e.released) { backlog_s += cpu_seconds(e); }
     if (e.state == chunk_state::pending && !e.handed && e.c.points > 0) { open.push_back(i); }
   }
-  double const slots = static_cast<double>(
-    std::min<std::size_t>(std::max<std::size_t>(decoder->threads(), 1), std::max<std::size_t>(open.size(), 1)));
+  std::size_t const threads_at_once = std::max<std::size_t>(decoder->threads(), 1);
+  double const slots = static_cast<double>(std::min(threads_at_once, std::max<std::size_t>(open.size(), 1)));
+  // Pointwise chunks: several a warp where one a warp cannot hold them all (laz_pointwise_lanes),
+  // each slower, all together faster.
+  std::size_t pointwise_open = 0;
+  bool rgb = false;
+  for (std::size_t const i : open) {
+    file_format const& f = files[chunks[i].file].format;
+    pointwise_open += f.pointwise ? 1 : 0;
+    rgb = rgb || (f.pointwise && f.rgb);
+  }
+  unsigned const lanes = laz_pointwise_lanes(rgb, pointwise_open, threads_at_once);
+  double const pointwise_slots = static_cast<double>(
+    std::max<std::size_t>(std::min(pointwise_open, threads_at_once * lanes), 1));
   std::vector<double> cpu_s, gpu_s;
   cpu_s.reserve(open.size());
   gpu_s.reserve(open.size());
   for (std::size_t const i : open) {
     chunk_entry const& e = chunks[i];
-    double const per_slot = files[e.file].format.pointwise ? policy::laz_gpu_pointwise_points_per_slot_s
-                                                           : policy::laz_gpu_points_per_slot_s;
+    bool const pointwise = files[e.file].format.pointwise;
+    double const rate = pointwise ? pointwise_slots * policy::laz_gpu_pointwise_points_per_lane_s(lanes)
+                                  : slots * policy::laz_gpu_points_per_slot_s;
     cpu_s.push_back(cpu_seconds(e));
-    gpu_s.push_back(static_cast<double>(e.c.points) / (slots * per_slot));
+    gpu_s.push_back(static_cast<double>(e.c.points) / rate);
   }
   std::size_t const k = limits.share_chunks ? std::min(*limits.share_chunks, open.size())
                                             : laz_cpu_share_chunks(cpu_s, gpu_s, backlog_s, limits.share_fixed_s);
@@ -303,6 +316,7 @@ void laz_gpu_stage::impl::decode_wave(std::size_t w_index, std::size_t& next_gro
   {
     std::lock_guard<std::mutex> lock(mutex);
     stats.chunks_at_once = std::max<std::uint64_t>(stats.chunks_at_once, decoder->last_chunks_at_once());
+    stats.pointwise_lanes = std::max(stats.pointwise_lanes, decoder->last_pointwise_lanes());
     if (!read_ok) {
       for (std::size_t i = w.first; i < w.end; ++i) { chunks[i].state = chunk_state::failed; }
     }
@@ -401,6 +415,7 @@ void laz_gpu_stage::impl::fold_wave(std::size_t w_index, std::size_t& next_group
   trace_moment("LAZ stage: the wave binned");
   std::lock_guard<std::mutex> lock(mutex);
   stats.chunks_at_once = std::max<std::uint64_t>(stats.chunks_at_once, decoder->last_chunks_at_once());
+  stats.pointwise_lanes = std::max(stats.pointwise_lanes, decoder->last_pointwise_lanes());
   for (std::size_t i = w.first; i < w.end; ++i) {
     if (!read_ok) { chunks[i].state = chunk_state::failed; }
   }
