@@ -475,6 +475,7 @@ int run_grid(grid_options const& given)
   geotiff_output output(o.output, metrics, wopt);
   double const before_job_s = total.seconds();
   job.gpu_stage_private = true;  // started above for this job alone
+  job.release_device_when_done = true;  // nothing else in this process uses CUDA
   auto const r = run_grid_job(opened.sources, job, output, std::move(gpu));
   double const job_s = total.seconds() - before_job_s;
   trace_moment("the job ended (output written)");

@@ -5,6 +5,7 @@
 #include "report.hpp"
 
 #include "heightgrid/core/error.hpp"
+#include "heightgrid/kernels/gpu.hpp"
 
 #include <algorithm>
 #include <cstring>
@@ -34,6 +35,7 @@ gpu_stage::gpu_stage(std::size_t batch_points, std::size_t ring_slots, int devic
 
 gpu_stage::~gpu_stage()
 {
+  if (releasing_.joinable()) { releasing_.join(); }
   {
     std::lock_guard<std::mutex> lock(s_->mutex);
     s_->abandoned = true;
@@ -376,6 +378,23 @@ gpu_binner& gpu_stage::binner()
 {
   HG_EXPECTS(s_->now.load() == state::ready, error_kind::internal, "gpu_stage::binner before the GPU is ready");
   return *s_->binner;
+}
+
+void gpu_stage::release_device()
+{
+  HG_EXPECTS(s_->now.load() == state::ready && !releasing_.joinable(), error_kind::internal,
+             "gpu_stage::release_device: no binner to release");
+  std::unique_ptr<gpu_binner> binner;
+  {
+    std::lock_guard<std::mutex> lock(s_->mutex);
+    binner = std::move(s_->binner);
+  }
+  releasing_ = std::thread([binner = std::move(binner), device = s_->device]() mutable {
+    binner.reset();
+    bool const reset = heightgrid::release_device(device);
+    trace_moment(reset ? "the device is released (binner freed, context reset)"
+                       : "the binner is freed (the device's reset failed: its context goes at exit)");
+  });
 }
 
 std::size_t gpu_stage::batch_points() const noexcept { return s_->batch_points; }

@@ -18,6 +18,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace heightgrid::app {
@@ -155,6 +156,12 @@ class gpu_stage {
   /// fit, split and read again). The binner must have been synchronized (every slot back).
   void resume();
 
+  /// The job is done with the device (its last window downloaded) and nothing else in the process
+  /// uses CUDA: on a thread of its own the binner is freed (device memory, the ring's page-locking)
+  /// and the device reset (cudaDeviceReset: the context's teardown, which would otherwise follow
+  /// the output at exit). binner() is unusable from here; the destructor waits for the thread.
+  void release_device();
+
   /// The binner, once ready (for synchronize, finalize, statistics).
   [[nodiscard]] gpu_binner& binner();
   [[nodiscard]] std::size_t batch_points() const noexcept;
@@ -163,6 +170,7 @@ class gpu_stage {
 
  private:
   std::shared_ptr<shared> s_;
+  std::thread releasing_;  ///< release_device()'s
 };
 
 /// True while a gpu_stage's start-up thread, left alone by its destructor, is still running: the

@@ -77,6 +77,11 @@ struct grid_job_options {
   /// inputs are opened): where the CPU bins every point, no binner is made on it (skip_binner).
   /// False for a stage kept between jobs (tiles). A stage the job makes itself is its own.
   bool gpu_stage_private{false};
+  /// Nothing else in the process uses CUDA while or after the job runs (the CLI's job): once the
+  /// device has finalized the last window of a private stage, its binner is freed and the device
+  /// reset on a thread beside the last writes, so that the context's teardown, which otherwise
+  /// follows the output at exit, overlaps them (gpu_stage::release_device).
+  bool release_device_when_done{false};
   laz_gpu_limits laz_gpu_sizes;  ///< the GPU LAZ stage's waves and ring (tests make them small)
   /// Cells of a window the device finalizes (whole blocks of the file: band_accumulators.hpp);
   /// tests make them small.
@@ -124,6 +129,7 @@ struct grid_job_report {
   std::uint64_t gpu_batches{0};
   bool las_records_on_gpu{false};  ///< uncompressed LAS went to the GPU as raw records (decoded there)
   bool laz_binned_on_gpu{false};   ///< the GPU decoder's LAZ records were binned on the device (never downloaded)
+  bool device_released_early{false};  ///< the device was released beside the last writes (release_device_when_done)
   std::uint64_t read_ahead_batches{0};  ///< GPU batches read while CUDA started (parked until it was up)
   unsigned threads{0};
   double gpu_start_s{0.0};

@@ -166,6 +166,7 @@ class grid_job {
   std::uint32_t out_col0_{0};
   std::uint32_t out_row0_{0};
   bool gpu_used_{false};
+  bool last_band_{false};        ///< the band being finalized is the job's last
   std::unique_ptr<host_grid> host_;
   read_report last_read_;
   std::uint64_t pass_outside_{0};

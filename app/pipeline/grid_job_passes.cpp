@@ -179,6 +179,7 @@ bool grid_job::bin_and_write()
       // gpu still waits for CUDA's start before it commits (confirm_gpu).
       gpu_->skip_binner();
     }
+    last_band_ = todo.empty();
     trace_moment("finalizing and writing a band");
     finalize_band(band, out_grid);
     trace_moment("the band is written");
@@ -404,6 +405,13 @@ void grid_job::finalize_band(grid_band const& band, grid_spec const& out_grid)
     rows = rows_from(r);
     finalized_window f = overlap ? next.get() : finalize(r);
     if (overlap && r + rows < end) { next = std::async(std::launch::async, finalize_beside_the_writer, r + rows); }
+    if (overlap && r + rows >= end && last_band_ && owns_gpu_ && o_.release_device_when_done && laz_stage_ == nullptr) {
+      // The device's last window is in hand: its teardown overlaps the last writes and the close
+      // (docs/benchmarks.md, "Shape metrics and density": the device released early).
+      report_.gpu = gpu_->binner().times();
+      report_.device_released_early = true;
+      gpu_->release_device();
+    }
     window_counts const& c = f.counts;
     std::uint32_t largest = c.largest;
     std::uint64_t const total = c.total, non_empty = c.non_empty;
@@ -416,7 +424,7 @@ void grid_job::finalize_band(grid_band const& band, grid_spec const& out_grid)
     writing += seconds_since(w);
   }
   report_.finalize_s += seconds_since(t) - writing;
-  if (gpu_used_) { report_.gpu = gpu_->binner().times(); }
+  if (gpu_used_ && !report_.device_released_early) { report_.gpu = gpu_->binner().times(); }
 }
 
 void grid_job::confirm_gpu()

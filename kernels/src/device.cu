@@ -366,6 +366,12 @@ double measure_cuda_teardown()
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
+bool release_device(int device) noexcept
+{
+  if (device >= 0 && cudaSetDevice(device) != cudaSuccess) { return false; }
+  return cudaDeviceReset() == cudaSuccess;
+}
+
 double measure_read_bandwidth_gbps(std::size_t bytes, int repeats, cudaStream_t stream)
 {
   using policy = detail::read_policy;

@@ -48,6 +48,7 @@ double measure_read_bandwidth_gbps(std::size_t, int, cudaStream_t) { unavailable
 double measure_copy_gbps(std::size_t, int, bool, bool, cudaStream_t) { unavailable("measure_copy_gbps"); }
 cuda_start_times measure_cuda_start(std::size_t) { unavailable("measure_cuda_start"); }
 double measure_cuda_teardown() { unavailable("measure_cuda_teardown"); }
+bool release_device(int) noexcept { return false; }
 
 stream_gate::stream_gate(cudaStream_t stream, double) : stream_(stream) { unavailable("stream_gate"); }
 // Never constructed here (the constructor throws); the members keep the CUDA build's meaning, and

@@ -145,6 +145,41 @@ TEST(GridJob, AJobTheCpuFinishedMakesNoBinnerOnItsOwnStage)
   }
 }
 
+TEST(GridJob, TheCliJobReleasesTheDeviceBesideItsLastWrites)
+{
+  if (!gpu_available()) { GTEST_SKIP() << "no usable GPU: the device's early release is checked on the GPU machine"; }
+  // Every batch on the GPU, windows of 64 cells (several, so that writes follow the release). With
+  // release_device_when_done (the CLI's) the binner is freed and the device reset once the last
+  // window is downloaded: the same bands, the device's times kept; and a stage made afterwards in
+  // the same process (CUDA starting again after the reset) grids the same once more.
+  auto const c = three_clouds(999, true);
+  auto const sources = sources_of(c);
+  metric_request ordered = extremes();  // sums and kept points on the device too
+  ordered.mean = ordered.stddev = true;
+  ordered.percentiles = {50.0, 95.0};
+  for (auto const& request : {extremes(), ordered}) {
+    auto o = job_options(request, 1.0, device_choice::cpu, 4);
+    memory_output cpu;
+    (void)run_grid_job(sources, o, cpu);
+    o.device = device_choice::gpu;
+    o.cpu_while_gpu_starts = false;
+    o.gpu_stage_private = true;
+    o.device_window_cells = 64;
+    for (bool const release : {true, false, true}) {
+      SCOPED_TRACE(release ? "released early" : "kept to the end");
+      o.release_device_when_done = release;
+      memory_output gpu;
+      grid_job_report report;
+      ASSERT_NO_THROW(report = run_grid_job(sources, o, gpu, std::make_shared<gpu_stage>(1000, 8)));
+      EXPECT_EQ(report.route, "GPU");
+      EXPECT_EQ(report.device_released_early, release);
+      EXPECT_GT(report.gpu.batches, 0U);
+      EXPECT_GT(report.gpu.finalize_ms, 0.0);
+      expect_bands(gpu.bands, cpu.bands, o.request, 0);
+    }
+  }
+}
+
 TEST(GridJob, ReadersReadAheadWhileTheGpuStarts)
 {
   if (!gpu_available()) { GTEST_SKIP() << "no usable GPU: reading ahead of the GPU is checked on the GPU machine"; }

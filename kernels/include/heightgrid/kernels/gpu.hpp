@@ -74,6 +74,10 @@ struct cuda_start_times {
 /// Ends every use of the device in this process.
 [[nodiscard]] double measure_cuda_teardown();
 
+/// Ends this process's use of CUDA device `device` (-1: the calling thread's current one): every
+/// allocation, stream and the primary context go (cudaDeviceReset). False where the reset failed.
+bool release_device(int device) noexcept;
+
 /// Holds a stream back until open() is called, so that work the host enqueues behind it runs on the
 /// device back to back, without the host's launch latency between its operations. CUDA events
 /// around that work then time the device alone: the gaps of a few microseconds in which the device
