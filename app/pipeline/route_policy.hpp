@@ -74,8 +74,8 @@ struct auto_device_policy {
   static constexpr double laz_share_cpu_pointwise_points_per_thread_s = 2.1e6;
   static constexpr double laz_gpu_points_per_slot_s = 1.0e5;
   static constexpr double laz_gpu_pointwise_points_per_slot_s = 3.4e4;
-  /// A pointwise chunk's rate where a warp decodes `lanes` side by side (laz_pointwise_lanes; H200:
-  /// 6,540 chunks two a warp 173 M points/s, 16,000 four a warp 258 M points/s).
+  /// A pointwise chunk's rate where a warp decodes `lanes` side by side (laz_pointwise_lanes): the
+  /// kernel's rate over the chunks it held at once (docs/benchmarks.md, "Pointwise LAZ on the device").
   [[nodiscard]] static constexpr double laz_gpu_pointwise_points_per_lane_s(unsigned lanes) noexcept
   {
     return lanes >= 4 ? 1.6e4 : lanes == 2 ? 2.65e4 : laz_gpu_pointwise_points_per_slot_s;

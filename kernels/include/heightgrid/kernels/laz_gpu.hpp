@@ -95,11 +95,9 @@ enum class laz_gpu_mapping {
 /// at once. A chunk is one serial chain of dependent decodes: one chain a warp leaves most issue
 /// slots idle, and two or four chains a warp (their lanes diverging where their symbols differ)
 /// decode faster where one a warp cannot hold every chunk at once: k = 1 up to resident_blocks
-/// chunks, 2 up to three times that, 4 beyond; 1 for items with RGB (whose kernel, at half the
-/// blocks, lost 5 % with two a warp). Measured on an H200, 4,224 blocks, kernel M points/s with
-/// k = 1 / 2 / 4 (docs/benchmarks.md, "Pointwise LAZ on the device"): 4,000 chunks 131.5 / 132.3 /
-/// 121.7; 5,100: 153.8 / 154.6 / 140.8; 6,540: 141 / 173 / 157; 10,000: 155.0 / 217.1 / 209.6;
-/// 16,000: 156 / 226 / 256.
+/// chunks, 2 up to three times that, 4 beyond; 1 for items with RGB (whose kernel holds half the
+/// blocks and was slower with two a warp). The thresholds are where the kernel measured fastest on
+/// an H200 from 4,000 to 16,000 chunks (docs/benchmarks.md, "Pointwise LAZ on the device").
 /// Example: (false, 4000, 4224) -> 1; (false, 10000, 4224) -> 2; (false, 16000, 4224) -> 4; (true, 16000, 2112) -> 1.
 [[nodiscard]] constexpr unsigned laz_pointwise_lanes(bool rgb, std::size_t chunks, std::size_t resident_blocks) noexcept
 {
