@@ -129,7 +129,7 @@ struct laz_gpu_decoder::impl {
     std::size_t resident_blocks{0};
     std::size_t max_slots{0};
   };
-  pointwise_limits pointwise_max[2];
+  pointwise_limits pointwise_limit[2];
   unsigned forced_lanes{0};      // set_pointwise_lanes (0: laz_pointwise_lanes)
   unsigned last_lanes{0};        // of the last pointwise decode()
   std::size_t last_blocks{0};    // chunks the last decode() decoded at once
@@ -455,7 +455,7 @@ std::vector<laz_gpu_status> laz_gpu_decoder::decode(laz_gpu_format const& format
                               s.stream));
   HG_CUDA_TRY(cudaMemsetAsync(s.counter.data(), 0, sizeof(unsigned long long), s.stream));
   if (pointwise) {
-    auto& limits = s.pointwise_max[items.rgb ? 1 : 0];
+    auto& limits = s.pointwise_limit[items.rgb ? 1 : 0];
     if (limits.max_slots == 0) { limits = s.pointwise_limits_of(items); }
     // Lanes side by side in a warp, each its own chunk; blocks at most as many as the device holds
     // at once (or the constructor's count), each with a slot a lane.

@@ -116,8 +116,8 @@ class laz_gpu_decoder {
  public:
   /// `chunks_at_once`: chunks decoded at once at most (each holds ~1 MiB of models on the device,
   /// made when a decode() first needs them); 0 picks as many as the device holds blocks of the
-  /// decoder at once (32 a multiprocessor on an H100 or H200: 64 registers a lane), within a
-  /// quarter of its free memory. Throws error_kind::device without a usable GPU,
+  /// decoder at once (32 a multiprocessor on an H100 or H200: 64 registers a lane; pointwise chunks
+  /// up to four a block, laz_pointwise_lanes), within a quarter of its free memory. Throws error_kind::device without a usable GPU,
   /// error_kind::resource when the device memory does not suffice. Its destructor hands the device
   /// memory it freed back to the driver.
   explicit laz_gpu_decoder(std::size_t chunks_at_once = 0,
@@ -128,8 +128,9 @@ class laz_gpu_decoder {
 
   /// Layered chunks decoded at once.
   [[nodiscard]] std::size_t threads() const noexcept;
-  /// Chunks the last decode() decoded at once (its blocks: for pointwise chunks as many as the
-  /// device holds blocks of the pointwise kernel, fewer than threads()); 0 before any.
+  /// Chunks the last decode() decoded at once (layered: its blocks; pointwise: its blocks times the
+  /// chunks a warp, last_pointwise_lanes(), so up to four times the pointwise kernel's resident
+  /// blocks); 0 before any.
   [[nodiscard]] std::size_t last_chunks_at_once() const noexcept;
   /// Pointwise chunks a warp decoded side by side in the last decode() of pointwise chunks
   /// (laz_pointwise_lanes, or set_pointwise_lanes); 0 before any.
