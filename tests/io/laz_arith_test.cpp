@@ -188,6 +188,50 @@ TEST(laz_arith, init_resets_the_models_for_the_next_chunk)
   }
 }
 
+TEST(laz_arith, a_models_lookup_table_names_the_last_symbol_below_each_slot)
+{
+  // update() writes the table in one sweep over the symbols; here against the definition: table[t]
+  // (1 <= t <= table_size + 1) is the number of symbols whose interval starts in a slot below t,
+  // less one, and table[0] is 0. Counts from flat to very skewed, some past the rescaling limit.
+  std::mt19937 rng(7);
+  for (std::uint32_t symbols : {17U, 33U, 64U, 256U, 257U, 516U, 2048U}) {
+    SCOPED_TRACE(symbols);
+    std::vector<std::uint16_t> arena(codec::storage_u16(symbols));
+    std::size_t used = 0;
+    codec::symbol_model m{};
+    codec::place(&m, symbols, arena.data(), used);
+    ASSERT_EQ(used, arena.size());
+    ASSERT_NE(m.table_size, 0U);
+    codec::rebuild_fresh(m);
+    for (int round = 0; round < 40; ++round) {
+      SCOPED_TRACE(round);
+      // Counts as decoding leaves them: at least one each, their sum the model's total plus the
+      // symbols of this cycle, below 2^16 (one halving brings it under the 2^15 limit).
+      std::uint16_t* const counts = codec::counts_of(m);
+      std::uniform_int_distribution<std::uint32_t> heavy(0, symbols - 1);
+      std::uint32_t const peak = heavy(rng);
+      std::uint32_t const spread = std::min<std::uint32_t>(1 + round * 20, 40000 / symbols);
+      std::uint32_t sum = 0;
+      for (std::uint32_t s = 0; s < symbols; ++s) {
+        counts[s] = static_cast<std::uint16_t>(1 + rng() % spread + (s == peak ? 10000 * (round % 3) : 0));
+        sum += counts[s];
+      }
+      m.update_cycle = std::min(m.update_cycle, sum);
+      m.total_count = sum - m.update_cycle;
+      codec::update(m);
+      std::uint16_t const* const dist = m.storage;
+      std::uint16_t const* const table = m.storage + symbols;
+      ASSERT_EQ(dist[0], 0U);
+      ASSERT_EQ(table[0], 0U);
+      for (std::uint32_t t = 1; t <= std::uint32_t{m.table_size} + 1; ++t) {
+        std::uint32_t below = 0;
+        for (std::uint32_t s = 0; s < symbols; ++s) { below += (std::uint32_t{dist[s]} >> m.table_shift) < t ? 1U : 0U; }
+        ASSERT_EQ(table[t], below - 1) << "table entry " << t;
+      }
+    }
+  }
+}
+
 TEST(laz_arith, a_reset_symbol_model_decodes_as_a_new_one)
 {
   // reset() copies the fresh state its thread built for that alphabet size: a model adapted to

@@ -104,39 +104,50 @@ HG_LAZ_HD_INLINE std::uint16_t* counts_of(symbol_model const& m)
 }
 
 /// Rebuilds the distribution (and lookup table) from the counts.
+///
+/// The lookup table: table[t] (1 <= t <= table_size + 1) is the last symbol whose interval starts
+/// in a slot below t (the number of symbols s with dist[s] >> table_shift < t, less one), table[0]
+/// is 0. The distribution does not decrease, so one sweep over the symbols writes each entry once.
+/// Every array is read or written through a restricted local (no store can change the model's
+/// fields or another array), so the loops' loads do not wait for the stores before them: on the
+/// device a model's update had been a chain of memory round trips, a quarter of the pointwise
+/// decoder's time (docs/benchmarks.md, "Pointwise LAZ on the device").
 HG_LAZ_HD_COLD inline void update(symbol_model& m)
 {
   std::uint32_t const n = m.symbols;
-  std::uint16_t* const dist = m.storage;
-  std::uint16_t* const table = m.storage + n;
-  std::uint16_t* const c = counts_of(m);
-  m.total_count += m.update_cycle;
-  if (m.total_count > symbol_max_count) {
-    m.total_count = 0;
+  std::uint32_t const table_size = m.table_size;
+  std::uint32_t const table_shift = m.table_shift;
+  std::uint16_t* __restrict__ const dist = m.storage;
+  std::uint16_t* __restrict__ const table = m.storage + n;
+  std::uint16_t* __restrict__ const c = counts_of(m);
+  std::uint32_t total = m.total_count + m.update_cycle;
+  if (total > symbol_max_count) {
+    total = 0;
     for (std::uint32_t s = 0; s < n; ++s) {
-      c[s] = static_cast<std::uint16_t>((c[s] + 1) >> 1);
-      m.total_count += c[s];
+      std::uint32_t const halved = (std::uint32_t{c[s]} + 1) >> 1;
+      c[s] = static_cast<std::uint16_t>(halved);
+      total += halved;
     }
   }
-  std::uint32_t const scale = 0x80000000u / m.total_count;
+  m.total_count = total;
+  std::uint32_t const scale = 0x80000000u / total;
   std::uint32_t sum = 0;
-  if (m.table_size == 0) {
+  if (table_size == 0) {
     for (std::uint32_t s = 0; s < n; ++s) {
       dist[s] = static_cast<std::uint16_t>((scale * sum) >> (31 - symbol_length_shift));
       sum += c[s];
     }
   } else {
-    for (std::uint32_t t = 0; t < m.table_size + 2u; ++t) { table[t] = 0; }
+    std::uint32_t t = 1;  // the next table entry; the entries before it are final
     for (std::uint32_t s = 0; s < n; ++s) {
-      dist[s] = static_cast<std::uint16_t>((scale * sum) >> (31 - symbol_length_shift));
+      std::uint32_t const d = (scale * sum) >> (31 - symbol_length_shift);
+      dist[s] = static_cast<std::uint16_t>(d);
       sum += c[s];
-      ++table[(dist[s] >> m.table_shift) + 1];
+      // Symbol s is the first in a slot at or above t..slot: below each of these entries lie
+      // symbols 0..s-1, the last of them s - 1 (s >= 1 here: symbol 0's slot is 0).
+      for (std::uint32_t const slot = d >> table_shift; t <= slot; ++t) { table[t] = static_cast<std::uint16_t>(s - 1); }
     }
-    std::uint32_t before = 0;
-    for (std::uint32_t t = 1; t <= m.table_size + 1u; ++t) {
-      before += table[t];
-      table[t] = static_cast<std::uint16_t>(before - 1);
-    }
+    for (; t <= table_size + 1; ++t) { table[t] = static_cast<std::uint16_t>(n - 1); }
     table[0] = 0;
   }
   m.update_cycle = (5 * m.update_cycle) >> 2;
