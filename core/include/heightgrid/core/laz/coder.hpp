@@ -108,10 +108,10 @@ HG_LAZ_HD_INLINE std::uint16_t* counts_of(symbol_model const& m)
 /// The lookup table: table[t] (1 <= t <= table_size + 1) is the last symbol whose interval starts
 /// in a slot below t (the number of symbols s with dist[s] >> table_shift < t, less one), table[0]
 /// is 0. The distribution does not decrease, so one sweep over the symbols writes each entry once.
-/// Every array is read or written through a restricted local (no store can change the model's
-/// fields or another array), so the loops' loads do not wait for the stores before them: on the
-/// device a model's update had been a chain of memory round trips, a quarter of the pointwise
-/// decoder's time (docs/benchmarks.md, "Pointwise LAZ on the device").
+/// The model's fields are read once into locals and the arrays reached through restricted ones, so
+/// a store into the table does not make the compiler load them again. (It had been zeroed, filled as
+/// a histogram and summed, a load after every store: on the device a chain of memory round trips;
+/// docs/benchmarks.md, "Pointwise LAZ on the device", has what the sweep measured.)
 HG_LAZ_HD_COLD inline void update(symbol_model& m)
 {
   std::uint32_t const n = m.symbols;
