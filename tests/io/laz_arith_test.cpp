@@ -225,7 +225,9 @@ TEST(laz_arith, a_models_lookup_table_names_the_last_symbol_below_each_slot)
       ASSERT_EQ(table[0], 0U);
       for (std::uint32_t t = 1; t <= std::uint32_t{m.table_size} + 1; ++t) {
         std::uint32_t below = 0;
-        for (std::uint32_t s = 0; s < symbols; ++s) { below += (std::uint32_t{dist[s]} >> m.table_shift) < t ? 1U : 0U; }
+        for (std::uint32_t s = 0; s < symbols; ++s) {
+          below += (std::uint32_t{dist[s]} >> m.table_shift) < t ? 1U : 0U;
+        }
         ASSERT_EQ(table[t], below - 1) << "table entry " << t;
       }
     }

@@ -145,7 +145,9 @@ HG_LAZ_HD_COLD inline void update(symbol_model& m)
       sum += c[s];
       // Symbol s is the first in a slot at or above t..slot: below each of these entries lie
       // symbols 0..s-1, the last of them s - 1 (s >= 1 here: symbol 0's slot is 0).
-      for (std::uint32_t const slot = d >> table_shift; t <= slot; ++t) { table[t] = static_cast<std::uint16_t>(s - 1); }
+      for (std::uint32_t const slot = d >> table_shift; t <= slot; ++t) {
+        table[t] = static_cast<std::uint16_t>(s - 1);
+      }
     }
     for (; t <= table_size + 1; ++t) { table[t] = static_cast<std::uint16_t>(n - 1); }
     table[0] = 0;
