@@ -93,7 +93,11 @@ std::string describe(cudaError_t status)
   return std::string(cudaGetErrorString(status)) + " (" + cudaGetErrorName(status) + ")";
 }
 
-availability probe() noexcept
+/// The device without its context: driver, device, its properties, the oldest architecture the
+/// binary targets (__CUDA_ARCH_LIST__: the virtual ones, whose PTX a newer device compiles). Costs
+/// the driver's start (cuInit), not the context's (docs/benchmarks.md, "LAS on the device").
+/// `device` < 0: the calling thread's current device (no context is made for it either way).
+availability probe_driver(int device) noexcept
 {
   try {
     int count = 0;
@@ -108,12 +112,16 @@ availability probe() noexcept
       }
     }
     if (count == 0) { return {false, "no CUDA device found"}; }
-    int device = 0;
-    cudaDeviceProp prop{};
-    if (auto const status = cudaGetDevice(&device); status != cudaSuccess) {
-      cudaGetLastError();
-      return {false, "cannot select a CUDA device: " + describe(status)};
+    if (device >= count) {
+      return {false, "GPU " + std::to_string(device) + " asked for, but this machine has " + std::to_string(count)};
     }
+    if (device < 0) {
+      if (auto const status = cudaGetDevice(&device); status != cudaSuccess) {
+        cudaGetLastError();
+        return {false, "cannot select a CUDA device: " + describe(status)};
+      }
+    }
+    cudaDeviceProp prop{};
     if (auto const status = cudaGetDeviceProperties(&prop, device); status != cudaSuccess) {
       cudaGetLastError();
       return {false, "cannot query the CUDA device: " + describe(status)};
@@ -123,6 +131,34 @@ availability probe() noexcept
     if (cudaDeviceGetAttribute(&pools, cudaDevAttrMemoryPoolsSupported, device) != cudaSuccess || pools == 0) {
       cudaGetLastError();
       return {false, std::string(prop.name) + " does not support stream-ordered memory allocation"};
+    }
+#if defined(__CUDA_ARCH_LIST__)
+    constexpr int targets[] = {__CUDA_ARCH_LIST__};  // ascending, e.g. 900 for compute_90
+    if (prop.major * 100 + prop.minor * 10 < targets[0]) {
+      return {false, "heightgrid's kernels cannot run on " + std::string(prop.name) + " (compute capability " +
+                       std::to_string(prop.major) + "." + std::to_string(prop.minor) + "): built for " +
+                       std::to_string(targets[0] / 100) + "." + std::to_string(targets[0] / 10 % 10) + " and newer"};
+    }
+#endif
+    return {true, {}};
+  } catch (...) {  // std::string allocation: the one thing above that throws
+    return {false, "probing the CUDA device failed"};
+  }
+}
+
+availability probe() noexcept
+{
+  try {
+    if (auto a = probe_driver(-1); !a.ok) { return a; }
+    int device = 0;
+    cudaDeviceProp prop{};
+    if (auto const status = cudaGetDevice(&device); status != cudaSuccess) {
+      cudaGetLastError();
+      return {false, "cannot select a CUDA device: " + describe(status)};
+    }
+    if (auto const status = cudaGetDeviceProperties(&prop, device); status != cudaSuccess) {
+      cudaGetLastError();
+      return {false, "cannot query the CUDA device: " + describe(status)};
     }
     // The binary carries code for the architectures it was built for only (CMAKE_CUDA_ARCHITECTURES):
     // asking for a kernel's attributes fails if none of them runs on this device.
@@ -197,6 +233,18 @@ bool detail::probe_device(std::string* reason, bool* memory_short) noexcept
 }
 
 bool gpu_available(std::string* reason) noexcept { return detail::probe_device(reason, nullptr); }
+
+bool find_gpu(std::string* reason, int device) noexcept
+{
+  auto const a = detail::probe_driver(device);
+  if (reason != nullptr && !a.ok) {
+    try {
+      *reason = a.reason;
+    } catch (...) {  // out of memory copying a short string: leave the reason as it was
+    }
+  }
+  return a.ok;
+}
 
 int gpu_count() noexcept
 {

@@ -161,6 +161,8 @@ grid_band const& gpu_binner::band() const noexcept
 
 int gpu_count() noexcept { return 0; }
 
+bool find_gpu(std::string* reason, int) noexcept { return gpu_available(reason); }
+
 bool start_gpu(std::string* reason, int, bool* memory_short) noexcept
 {
   if (memory_short != nullptr) { *memory_short = false; }

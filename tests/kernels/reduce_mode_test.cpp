@@ -79,6 +79,21 @@ TEST(GpuAvailable, AnswersWithoutThrowingAndExplainsAbsence)
   }
 }
 
+// find_gpu() is the driver's half of gpu_available(): the same answer on a host with a usable GPU
+// and on one without (no driver, no device: CI), and a device index past the count is refused.
+TEST(GpuAvailable, TheDriversAnswerAgreesAndRefusesADeviceThatIsNotThere)
+{
+  std::string why;
+  bool found = false;
+  EXPECT_NO_THROW(found = find_gpu(&why));
+  EXPECT_EQ(found, gpu_available());
+  EXPECT_EQ(found, why.empty()) << why;
+  std::string beyond;
+  EXPECT_FALSE(find_gpu(&beyond, 1 << 20));
+  EXPECT_FALSE(beyond.empty());
+  if (found) { EXPECT_NE(beyond.find("1048576 asked for, but this machine has"), std::string::npos) << beyond; }
+}
+
 // Without a usable GPU every entry point throws error_kind::device and the process lives on.
 TEST(GpuAvailable, EntryPointsThrowDeviceErrorsWithoutAGpu)
 {

@@ -18,6 +18,15 @@ namespace heightgrid {
 /// Never throws. The answer is computed once per process.
 [[nodiscard]] bool gpu_available(std::string* reason = nullptr) noexcept;
 
+/// Whether CUDA device `device` (-1: the calling thread's current one) is there for heightgrid
+/// without making its context: the driver starts, the device answers, it supports stream-ordered
+/// memory and is not older than the oldest architecture the binary was built for. This is the
+/// driver's part of CUDA's start; the context (the rest, and its teardown at exit: docs/benchmarks.md,
+/// "LAS on the device") is left to gpu_available() / start_gpu(), which also load the kernels and can
+/// still fail (device memory taken by other processes, a binary of real architectures only). Not
+/// cached. Never throws.
+[[nodiscard]] bool find_gpu(std::string* reason = nullptr, int device = -1) noexcept;
+
 /// How many CUDA devices this process sees (CUDA_VISIBLE_DEVICES applies); 0 when gpu_available()
 /// is false, except where it is false because other processes hold the device's memory (the
 /// devices are there; a job waits for the memory). Never throws.
