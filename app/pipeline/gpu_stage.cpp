@@ -119,6 +119,26 @@ void gpu_stage::skip_binner()
 
 bool gpu_stage::binner_skipped() const noexcept { return s_->binner_skipped.load(); }
 
+void gpu_stage::follow_cpu_pass(std::shared_ptr<std::atomic<std::uint64_t> const> read, std::uint64_t expected)
+{
+  {
+    std::lock_guard<std::mutex> lock(s_->mutex);
+    s_->cpu_pass_read = std::move(read);
+    s_->cpu_pass_expected = expected;
+    s_->cpu_pass_began = stage_detail::clock_type::now();
+  }
+  s_->changed.notify_all();
+}
+
+bool gpu_stage::context_skipped() const noexcept { return s_->context_skipped.load(); }
+
+bool gpu_stage::wait_found()
+{
+  std::unique_lock<std::mutex> lock(s_->mutex);
+  s_->changed.wait(lock, [&] { return s_->found || s_->now.load() == state::failed || s_->stopping; });
+  return s_->found;
+}
+
 bool gpu_stage::wait_ready(std::atomic<bool> const& stopping)
 {
   std::unique_lock<std::mutex> lock(s_->mutex);

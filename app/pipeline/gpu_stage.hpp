@@ -84,6 +84,18 @@ class gpu_stage {
   void skip_binner();
   /// Whether the stage settled without a binner after skip_binner().
   [[nodiscard]] bool binner_skipped() const noexcept;
+  /// The pass the CPU bins while CUDA starts (the cooperative route of a job that owns the stage):
+  /// `read` counts its records, `expected` (> 0) is how many it reads. Once the driver is up, the
+  /// start-up thread makes the context only where the CPU, at its rate so far, would still be
+  /// reading for long enough that the GPU pays (gpu_context_worth_making): a job the CPU finishes
+  /// first makes none, so neither waits for it nor pays its teardown at exit (context_skipped()).
+  void follow_cpu_pass(std::shared_ptr<std::atomic<std::uint64_t> const> read, std::uint64_t expected);
+  /// Whether the stage settled once the driver had found the device, without making a context
+  /// (follow_cpu_pass, skip_binner before the context, or the job over); binner_skipped() then too.
+  [[nodiscard]] bool context_skipped() const noexcept;
+  /// Blocks until the driver has found the device (true: --device gpu had its GPU) or the start
+  /// failed before (false), or the stage stops.
+  bool wait_found();
   /// Blocks until the stage is ready or failed, or `stopping`. True when ready.
   bool wait_ready(std::atomic<bool> const& stopping);
   /// Seconds from construction until ready or failed (0 while starting).

@@ -46,6 +46,12 @@ struct gpu_stage::shared {
   bool abandoned{false};
   bool binner_unneeded{false};             ///< skip_binner(): settle once CUDA is up, no binner made
   std::atomic<bool> binner_skipped{false};  ///< it did
+  bool found{false};                        ///< the driver has found the device (find_gpu)
+  std::atomic<bool> context_skipped{false};  ///< settled once found, no context made (context_wanted)
+  /// follow_cpu_pass(): the records the CPU has read in its pass, how many it will read, since when.
+  std::shared_ptr<std::atomic<std::uint64_t> const> cpu_pass_read;
+  std::uint64_t cpu_pass_expected{0};
+  stage_detail::clock_type::time_point cpu_pass_began{};
 
   int device{-1};
   std::function<bool()> before_start;
@@ -193,6 +199,10 @@ struct gpu_stage::shared {
   /// The binner; where the device's memory is short, with one device batch, then again within the
   /// wait the job allows.
   static std::unique_ptr<gpu_binner> make_binner(shared& s, grid_band const& band, gpu_binner_options options);
+  /// Once the driver has found the device: whether to make the context (no: the job's CPU has
+  /// binned every point, or at its rate so far will have binned them too soon for the GPU to pay:
+  /// gpu_context_worth_making; or the job is over). Takes the lock.
+  bool context_wanted();
   /// The start-up thread: CUDA first (the slow part), then, once configured, the binner.
   static void start(std::shared_ptr<shared> s);
   /// Runs start(s) on a detached thread, counted by gpu_start_in_flight().

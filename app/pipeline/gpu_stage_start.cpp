@@ -2,6 +2,7 @@
 // either waits for device memory other processes hold as the job allows (memory_wait.hpp).
 
 #include "pipeline/gpu_stage_shared.hpp"
+#include "pipeline/route_policy.hpp"
 #include "report.hpp"
 
 #include "heightgrid/core/error.hpp"
@@ -78,11 +79,37 @@ std::unique_ptr<gpu_binner> gpu_stage::shared::make_binner(shared& s, grid_band 
   });
 }
 
+bool gpu_stage::shared::context_wanted()
+{
+  std::lock_guard<std::mutex> lock(mutex);
+  if (binner_unneeded || abandoned || stopping) { return false; }
+  if (cpu_pass_read == nullptr) { return true; }
+  return gpu_context_worth_making(stage_detail::seconds_from(cpu_pass_began), cpu_pass_read->load(), cpu_pass_expected);
+}
+
 void gpu_stage::shared::start(std::shared_ptr<shared> s)
 {
   std::string reason;
   if (s->before_start && !s->before_start()) {
     s->settle(state::failed, "the start was refused (before_start)");
+    return;
+  }
+  // The driver first: --device gpu's check needs no more where the CPU bins every point before the
+  // GPU could pay for joining it (context_wanted), and then no context is made, nor torn down at exit.
+  if (!find_gpu(&reason, s->device)) {
+    s->settle(state::failed, reason);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(s->mutex);
+    s->found = true;
+  }
+  s->changed.notify_all();
+  trace_moment("the grid's GPU is found (the driver is up)");
+  if (!s->context_wanted()) {
+    s->context_skipped.store(true);
+    s->binner_skipped.store(true);
+    s->settle(state::failed, "no context was made: the CPU was to bin every point first");
     return;
   }
   bool short_of_memory = false;

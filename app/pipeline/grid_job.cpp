@@ -78,6 +78,9 @@ grid_job_report grid_job::run()
     if (gpu_ == nullptr) {
       report_.gpu_note = o_.device == device_choice::cpu ? "not started (--device cpu)"
                                                          : "not started: the job is small enough for the CPU alone";
+    } else if (gpu_->context_skipped()) {
+      report_.gpu_note = "found after " + human_seconds(gpu_->start_seconds()) +
+                         " (its driver), no context made: the CPU was to bin every point first";
     } else if (gpu_->binner_skipped()) {
       report_.gpu_note = "up after " + human_seconds(gpu_->start_seconds()) +
                          ", no binner made: the CPU had binned every point";

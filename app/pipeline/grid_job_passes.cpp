@@ -175,8 +175,9 @@ bool grid_job::bin_and_write()
     }
     if (todo.empty() && owns_gpu_ && gpu_ != nullptr && !gpu_used_) {
       // The last pass is over and the CPU binned every point: the job needs no binner (its device
-      // memory and page-locked ring would be made beside the write and undone at exit); --device
-      // gpu still waits for CUDA's start before it commits (confirm_gpu).
+      // memory and page-locked ring would be made beside the write and undone at exit), nor a
+      // context where the driver is not up yet; --device gpu still waits for the driver to find
+      // the GPU before it commits (confirm_gpu).
       gpu_->skip_binner();
     }
     last_band_ = todo.empty();
@@ -263,15 +264,19 @@ void grid_job::bin_band(grid_band const& band, bool first_band)
     };
   }
   grid_sink sink(route_, threads_, batch_points_, host_.get(), gpu_.get(), std::move(make_host));
-  read_progress counter;
-  progress_->follow(&counter, 0, report_.passes == 0 ? "grid" : "grid (pass " + std::to_string(report_.passes + 1) + ")");
+  auto const counter = std::make_shared<read_progress>();
+  progress_->follow(counter.get(), 0, report_.passes == 0 ? "grid" : "grid (pass " + std::to_string(report_.passes + 1) + ")");
+  if (route_ == bin_route::cooperative && owns_gpu_ && gpu_ != nullptr && laz_stage_ == nullptr) {
+    // The CPU bins while CUDA starts: the stage makes no context where the CPU will be done first.
+    gpu_->follow_cpu_pass(std::shared_ptr<std::atomic<std::uint64_t> const>(counter, &counter->records), known_points());
+  }
   std::uint64_t const parked_before = gpu_ != nullptr ? gpu_->parked_total() : 0;
   if (report_.passes == 0) { report_.setup_s = seconds_since(job_start_); }
   if (records) { sink.decode_records_with(&rules_); }
   if (laz_share && route_ == bin_route::gpu) { sink.bin_readers_batches_on_cpu(); }
   if (laz_stage_ != nullptr) { laz_stage_->deliver_to(fold ? gpu_.get() : nullptr, laz_share); }
   trace_moment("a pass begins");
-  last_read_ = read_parts(all_, rules_, {threads_, sums_}, sink, &counter);
+  last_read_ = read_parts(all_, rules_, {threads_, sums_}, sink, counter.get());
   trace_moment("the pass's readers are done");
   ++report_.passes;
   bool const folded = fold && laz_stage_->report().folded_chunks > 0;
@@ -295,8 +300,8 @@ void grid_job::bin_band(grid_band const& band, bool first_band)
     // The GPU route, and no batch reached it (a tile or --te that no point meets): empty cells.
     host_ = std::make_unique<host_grid>(band, acc_request_, order_capacity(band));
   }
-  if (gpu_ != nullptr && gpu_->current() == gpu_stage::state::failed && o_.device == device_choice::gpu &&
-      !cpu_took_gpus_memory_wait()) {
+  if (gpu_ != nullptr && gpu_->current() == gpu_stage::state::failed && !gpu_->context_skipped() &&
+      o_.device == device_choice::gpu && !cpu_took_gpus_memory_wait()) {
     throw error(error_kind::device, "--device gpu: the GPU could not be used: " + gpu_->failure());
   }
   pass_outside_ = outside;
@@ -436,8 +441,9 @@ void grid_job::confirm_gpu()
     gpu_->stop();
     gpu_->wait_settled();
   }
-  bool const started = gpu_->wait_started().has_value();
-  if (!cpu_took_gpus_memory_wait() && !started) {
+  // The GPU was there once its driver found it: the job, binned on the CPU alone, waits for no context.
+  bool const found = gpu_->wait_found();
+  if (!cpu_took_gpus_memory_wait() && !found) {
     throw error(error_kind::device, "--device gpu: the GPU could not be used: " + gpu_->failure());
   }
 }

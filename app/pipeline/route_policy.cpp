@@ -75,4 +75,12 @@ std::string laz_offload_estimate::note(laz_offload_facts const& f) const
   return s.str();
 }
 
+bool gpu_context_worth_making(double elapsed_s, std::uint64_t read, std::uint64_t expected) noexcept
+{
+  if (expected == 0 || read == 0 || !(elapsed_s > 0.0)) { return true; }
+  if (read >= expected) { return false; }
+  double const left_s = elapsed_s * static_cast<double>(expected - read) / static_cast<double>(read);
+  return left_s >= auto_device_policy::gpu_context_s;
+}
+
 }  // namespace heightgrid::app

@@ -81,7 +81,18 @@ struct auto_device_policy {
     return lanes >= 4 ? 1.6e4 : lanes == 2 ? 2.65e4 : laz_gpu_pointwise_points_per_slot_s;
   }
   static constexpr double laz_share_wave_fixed_s = 0.15;
+  /// The CPU's time left in its pass, once CUDA's driver is up, below which the GPU does not pay
+  /// for joining it: the context and the binner, then the two grids' merge and the context's
+  /// teardown at exit. docs/benchmarks.md, "LAS on the device" (no context where the CPU finishes first).
+  static constexpr double gpu_context_s = 0.7;
 };
+
+/// Whether a GPU whose driver is up should make its context for a pass the CPU bins meanwhile, the
+/// CPU having read `read` of its `expected` records in `elapsed_s`: not where, at that rate, it will
+/// have read the rest within auto_device_policy::gpu_context_s (the GPU would take too little to pay
+/// for its context and the merge). Unknown (`expected` or `read` 0, no time yet): yes. Example:
+/// 6·10^7 of 10^8 records in 0.12 s → 0.08 s left → false; 10^7 of 10^8 in 0.1 s → 0.9 s → true.
+[[nodiscard]] bool gpu_context_worth_making(double elapsed_s, std::uint64_t read, std::uint64_t expected) noexcept;
 
 /// Whether a job of `points` points (0: unknown) with `request` would use the GPU under --device
 /// auto: callers start the GPU early with it.

@@ -92,35 +92,68 @@ TEST(GridJob, GpuRoutesEqualTheCpu)
   EXPECT_GT(cooperative_gpu_batches, 0U) << "--device gpu never binned a batch on the GPU";
 }
 
-TEST(GpuStage, AJobThatNeedsNoBinnerLearnsThatCudaStartedAndGetsNone)
+TEST(GpuStage, AJobThatNeedsNoBinnerGetsNoneAndNoContextBeforeTheDriverIsUp)
 {
   if (!gpu_available()) { GTEST_SKIP() << "no usable GPU: the stage's start is checked on the GPU machine"; }
   grid_spec const g = test::unit_square_grid(10);
   gpu_binner_options o;
   o.batch_points = 1000;
   o.request = extremes();
-  for (bool const skip : {true, false}) {
-    // The start held until the job has said what it needs: the CPU binned every point (skip), or
-    // the GPU is to bin (a binner made, the stage ready).
+  enum class when { before_the_driver, after_the_context, never };
+  for (auto const skip : {when::before_the_driver, when::after_the_context, when::never}) {
+    // The start held until the job has said what it needs: the CPU binned every point before the
+    // driver was up (no context made: the driver's answer is all --device gpu waits for), or once
+    // CUDA had started (no binner made), or the GPU is to bin (a binner made, the stage ready).
     held_start held;
     gpu_stage stage(1000, 4, -1, held.hook());
-    stage.configure(grid_band{g, 0, g.rows}, o);
-    if (skip) { stage.skip_binner(); }
+    if (skip == when::before_the_driver) {
+      stage.configure(grid_band{g, 0, g.rows}, o);
+      stage.skip_binner();
+    }
     held.release();
-    EXPECT_TRUE(stage.wait_started().has_value()) << stage.failure();
+    EXPECT_TRUE(stage.wait_found()) << stage.failure();
+    EXPECT_EQ(stage.wait_started().has_value(), skip != when::before_the_driver) << stage.failure();
+    if (skip == when::after_the_context) { stage.skip_binner(); }
+    if (skip != when::before_the_driver) { stage.configure(grid_band{g, 0, g.rows}, o); }
     std::atomic<bool> const never{false};
-    EXPECT_EQ(stage.wait_ready(never), !skip);
-    EXPECT_EQ(stage.binner_skipped(), skip);
-    EXPECT_EQ(stage.current(), skip ? gpu_stage::state::failed : gpu_stage::state::ready);
+    EXPECT_EQ(stage.wait_ready(never), skip == when::never);
+    EXPECT_EQ(stage.binner_skipped(), skip != when::never);
+    EXPECT_EQ(stage.context_skipped(), skip == when::before_the_driver);
+    EXPECT_EQ(stage.current(), skip != when::never ? gpu_stage::state::failed : gpu_stage::state::ready);
   }
 }
 
-TEST(GridJob, AJobTheCpuFinishedMakesNoBinnerOnItsOwnStage)
+TEST(GpuStage, MakesNoContextForAPassTheCpuWillHaveReadBeforeItIsReady)
+{
+  if (!gpu_available()) { GTEST_SKIP() << "no usable GPU: the stage's start is checked on the GPU machine"; }
+  grid_spec const g = test::unit_square_grid(10);
+  gpu_binner_options o;
+  o.batch_points = 1000;
+  o.request = extremes();
+  for (bool const cpu_nearly_done : {true, false}) {
+    // The CPU's pass when the driver is up: 999,999 of 10^6 records read (the rest in microseconds
+    // at that rate: no context), or 1 of 10^12 (hours left: the context and the binner are made).
+    held_start held;
+    gpu_stage stage(1000, 4, -1, held.hook());
+    auto const read = std::make_shared<std::atomic<std::uint64_t>>(cpu_nearly_done ? 999'999 : 1);
+    stage.follow_cpu_pass(read, cpu_nearly_done ? 1'000'000 : 1'000'000'000'000);
+    stage.configure(grid_band{g, 0, g.rows}, o);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the pass's rate: some time has passed
+    held.release();
+    EXPECT_TRUE(stage.wait_found()) << stage.failure();
+    std::atomic<bool> const never{false};
+    EXPECT_EQ(stage.wait_ready(never), !cpu_nearly_done) << stage.failure();
+    EXPECT_EQ(stage.context_skipped(), cpu_nearly_done);
+    EXPECT_EQ(stage.wait_started().has_value(), !cpu_nearly_done);
+  }
+}
+
+TEST(GridJob, AJobTheCpuFinishedMakesNoContextOnItsOwnStage)
 {
   if (!gpu_available()) { GTEST_SKIP() << "no usable GPU: the stage's start is checked on the GPU machine"; }
   // --device gpu, CUDA's start held until after the readers: the CPU bins every point. On a stage
-  // of its own (the CLI's) the job then only learns that CUDA started, and no binner is made; on a
-  // stage kept for later jobs (tiles) the binner is made as before.
+  // of its own (the CLI's) the job then only learns that the driver found the GPU, and no context
+  // (nor binner) is made; on a stage kept for later jobs (tiles) the binner is made as before.
   for (bool const private_stage : {true, false}) {
     auto const c = three_clouds(999, true);
     auto const sources = sources_of(c);
@@ -137,11 +170,13 @@ TEST(GridJob, AJobTheCpuFinishedMakesNoBinnerOnItsOwnStage)
     ASSERT_NO_THROW(report = run_grid_job(sources, o, gpu, stage));
     EXPECT_EQ(report.route, "CPU");
     expect_bands(gpu.bands, cpu.bands, o.request, 0);
-    EXPECT_TRUE(stage->wait_started().has_value());
+    EXPECT_TRUE(stage->wait_found());
+    EXPECT_EQ(stage->wait_started().has_value(), !private_stage);
     std::atomic<bool> const never{false};
     EXPECT_EQ(stage->wait_ready(never), !private_stage);
     EXPECT_EQ(stage->binner_skipped(), private_stage);
-    if (private_stage) { EXPECT_NE(report.gpu_note.find("no binner made"), std::string::npos) << report.gpu_note; }
+    EXPECT_EQ(stage->context_skipped(), private_stage);
+    if (private_stage) { EXPECT_NE(report.gpu_note.find("no context made"), std::string::npos) << report.gpu_note; }
   }
 }
 

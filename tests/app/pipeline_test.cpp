@@ -187,6 +187,24 @@ TEST(Scheduler, ASecondPassReadsSequentialSourcesFromTheStart)
 
 // ---- the grid job -------------------------------------------------------------------------------
 
+TEST(AutoDevice, AGpuWhoseDriverIsUpMakesItsContextOnlyWhereTheCpuWillStillBeReading)
+{
+  // The CPU's rate so far says how long its pass has left; the GPU pays only where that is at least
+  // gpu_context_s. 6 * 10^7 of 10^8 records in 0.12 s: 0.08 s left, no context; 10^7 of 10^8 in
+  // 0.1 s: 0.9 s left, a context. Unknown (no count, nothing read yet, no time): a context.
+  double const ready_s = auto_device_policy::gpu_context_s;
+  EXPECT_FALSE(gpu_context_worth_making(0.12, 60'000'000, 100'000'000));
+  EXPECT_TRUE(gpu_context_worth_making(0.1, 10'000'000, 100'000'000));
+  EXPECT_FALSE(gpu_context_worth_making(0.3, 100'000'000, 100'000'000));  // done
+  EXPECT_FALSE(gpu_context_worth_making(0.3, 120'000'000, 100'000'000));  // more than the headers said
+  // The boundary: half of the records read in gpu_context_s leaves as long again.
+  EXPECT_TRUE(gpu_context_worth_making(ready_s, 50, 100));
+  EXPECT_FALSE(gpu_context_worth_making(ready_s * 0.99, 50, 100 - 1));
+  EXPECT_TRUE(gpu_context_worth_making(0.0, 10, 100));
+  EXPECT_TRUE(gpu_context_worth_making(0.2, 0, 100));
+  EXPECT_TRUE(gpu_context_worth_making(0.2, 10, 0));
+}
+
 TEST(AutoDevice, EachKindOfJobStartsTheGpuWhereItWasMeasuredToWin)
 {
   // The measured crossovers (docs/benchmarks.md, H200 hosts): extremes move to the GPU between
