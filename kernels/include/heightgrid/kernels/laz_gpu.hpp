@@ -97,8 +97,8 @@ enum class laz_gpu_mapping {
 /// decode faster where one a warp cannot hold every chunk at once: k = 1 up to resident_blocks
 /// chunks, 2 up to three times that, 4 beyond; 1 for items with RGB (whose kernel holds half the
 /// blocks and was slower with two a warp). The thresholds are where the kernel measured fastest on
-/// an H200 from 4,000 to 16,000 chunks, copies of one file whose lanes run in step (docs/benchmarks.md,
-/// "Pointwise LAZ on the device").
+/// an H200 from 4,000 to 16,000 chunks, on copies of one file (lanes in step) and on chunks that
+/// differ (lanes diverging) alike (docs/benchmarks.md, "Pointwise LAZ on the device").
 /// Example: (false, 4000, 4224) -> 1; (false, 10000, 4224) -> 2; (false, 16000, 4224) -> 4; (true, 16000, 2112) -> 1.
 [[nodiscard]] constexpr unsigned laz_pointwise_lanes(bool rgb, std::size_t chunks, std::size_t resident_blocks) noexcept
 {
