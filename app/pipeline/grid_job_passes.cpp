@@ -211,10 +211,9 @@ void grid_job::bin_band(grid_band const& band, bool first_band)
     metric_request r = acc_request_;
     r.count = o_.request.count;
     host_ = std::make_unique<host_grid>(band, r, order_capacity(band));
-    // A grid most cells of which will be reached (as many points as cells, by the headers): its
-    // pages are mapped up front on every core rather than by double faults in the binning.
-    std::uint64_t const known = known_points();
-    if (route_ != bin_route::gpu && known > 0 && known >= band.cells()) {
+    // A grid most pages of which the points will reach (by the headers' count): its pages are
+    // mapped up front on every core rather than by double faults in the binning.
+    if (route_ != bin_route::gpu && worth_prefaulting(known_points(), band.cells())) {
       omp_set_num_threads(static_cast<int>(threads_));
       host_->prefault(stored_integers());
     }

@@ -170,6 +170,37 @@ TEST(HostGrid, AtomicBatchesEqualTheWholeCloudForAnyBatchSizeAndThreads)
   }
 }
 
+TEST(HostGrid, PagesMappedFirstBinTheSameAsPagesMappedByThePoints)
+{
+  // A sparse grid (a point for every ~40 cells: most of its words never reached): mapped up front
+  // (doubles' pairs and counts, or the integer words) or left to the binning, the same cells.
+  auto const p = walk_points(20000, 120.0, 5);
+  auto const g = grid_of(p, 0.1);
+  metric_request r;
+  r.min = r.max = r.range = r.count = true;
+  auto const want = reference(g, p, r, -9999.0F);
+  for (int const prefault : {0, 1, 2}) {
+    auto const b = split(p, 1000);
+    host_grid grid(grid_band::whole(g), r);
+    if (prefault > 0) { grid.prefault(prefault == 2); }
+    for (auto const& batch : b.list) { (void)grid.add_batch(batch); }
+    EXPECT_EQ(grid.total_count(), p.size());
+    expect_same_extremes(grid.finalize_rows(0, g.rows, g.cols, r, -9999.0F), want);
+  }
+}
+
+TEST(HostGrid, PagesAreMappedFirstWhereThePointsWillReachMostOfThem)
+{
+  // Two points a 512-word page or more: mapped first; fewer, or an unknown count: left to the points.
+  EXPECT_TRUE(worth_prefaulting(1'000'000, 256'000'000));
+  EXPECT_FALSE(worth_prefaulting(1'000'000, 256'000'000 + 256));
+  EXPECT_TRUE(worth_prefaulting(100, 100));  // as many points as cells, as before
+  EXPECT_TRUE(worth_prefaulting(1, 1));
+  EXPECT_FALSE(worth_prefaulting(0, 1));
+  EXPECT_FALSE(worth_prefaulting(0, 0));
+  EXPECT_TRUE(worth_prefaulting(std::numeric_limits<std::uint64_t>::max(), std::numeric_limits<std::uint64_t>::max()));
+}
+
 TEST(HostGrid, OrderedPartialsGiveTheReferenceMeanAndStddev)
 {
   auto const p = walk_points(40000, 30.0, 11);

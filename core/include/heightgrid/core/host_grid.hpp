@@ -59,6 +59,19 @@ struct window_counts {
   std::uint32_t largest{0};    ///< the largest count (1, for accumulators without counts)
 };
 
+/// Whether a grid of `cells` cells that `points` points (the headers' count; 0: unknown) are binned
+/// into should have its pages mapped before the binning (host_grid::prefault): where there is a point
+/// for every `prefault_cells_per_point` cells or more, two a page of 512 integer words, so that
+/// points spread over the grid reach nearly every page (86 %) and each would otherwise take the double
+/// fault; below, more and more pages stay unmapped (out of the job's memory) and mapping them all
+/// would cost more than it saves. Measured on the CPU route (docs/benchmarks.md, "A sparse grid's
+/// pages"). Example: (10^6, 2.56·10^8) -> true; (10^6, 2.57·10^8) -> false; (0, 1) -> false.
+inline constexpr std::uint64_t prefault_cells_per_point = 256;
+[[nodiscard]] constexpr bool worth_prefaulting(std::uint64_t points, std::uint64_t cells) noexcept
+{
+  return points > 0 && points >= cells / prefault_cells_per_point;
+}
+
 class host_grid {
  public:
   /// Zeroed accumulators for every cell of `band`, with sum (mean or stddev) and m2 (stddev) when
@@ -83,7 +96,8 @@ class host_grid {
   /// Maps every page binning will write (the integer words when `integers`, else the pairs and the
   /// count), on all OpenMP threads, before any batch is added: a lazily mapped page is otherwise
   /// first read (the shared zero page) and then written (a second fault, and every core's TLB
-  /// flushed) by the first point that lands there. For a grid that most cells will reach.
+  /// flushed) by the first point that lands there. For a grid most of whose pages the points will
+  /// reach (worth_prefaulting).
   void prefault(bool integers);
 
   /// Bins every point of `batch` with atomics (min, max, and count when kept). Thread-safe; the grid must not keep
