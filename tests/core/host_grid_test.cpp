@@ -77,6 +77,13 @@ cell_results reference(grid_spec const& g, point_chunk const& p, metric_request 
   return reduce_cells_cpu(bin_points_cpu(g, p, stats), r, nodata);
 }
 
+metric_request extremes_and_count()
+{
+  metric_request r;
+  r.min = r.max = r.range = r.count = true;
+  return r;
+}
+
 metric_request all_metrics()
 {
   metric_request r;
@@ -86,9 +93,7 @@ metric_request all_metrics()
 
 void expect_same_extremes(cell_results const& got, cell_results const& want)
 {
-  metric_request extremes;
-  extremes.min = extremes.max = extremes.range = extremes.count = true;
-  auto const d = first_difference(got, want, extremes, 0);
+  auto const d = first_difference(got, want, extremes_and_count(), 0);
   EXPECT_FALSE(d.has_value()) << d->describe();
 }
 
@@ -142,8 +147,7 @@ TEST(HostGrid, AtomicBatchesEqualTheWholeCloudForAnyBatchSizeAndThreads)
 {
   auto const p = walk_points(60000, 40.0, 3);
   auto const g = grid_of(p, 1.5);
-  metric_request r;
-  r.min = r.max = r.range = r.count = true;
+  auto const r = extremes_and_count();
   auto const want = reference(g, p, r, -9999.0F);
   for (std::size_t size : {std::size_t{1}, std::size_t{7}, std::size_t{1000}, p.size()}) {
     for (unsigned threads : {1u, 4u}) {
@@ -176,8 +180,7 @@ TEST(HostGrid, PagesMappedFirstBinTheSameAsPagesMappedByThePoints)
   // (doubles' pairs and counts, or the integer words) or left to the binning, the same cells.
   auto const p = walk_points(20000, 120.0, 5);
   auto const g = grid_of(p, 0.1);
-  metric_request r;
-  r.min = r.max = r.range = r.count = true;
+  auto const r = extremes_and_count();
   auto const want = reference(g, p, r, -9999.0F);
   for (int const prefault : {0, 1, 2}) {
     auto const b = split(p, 1000);
