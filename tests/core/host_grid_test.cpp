@@ -176,10 +176,11 @@ TEST(HostGrid, AtomicBatchesEqualTheWholeCloudForAnyBatchSizeAndThreads)
 
 TEST(HostGrid, PagesMappedFirstBinTheSameAsPagesMappedByThePoints)
 {
-  // A sparse grid (a point for every ~40 cells: most of its words never reached): mapped up front
-  // (doubles' pairs and counts, or the integer words) or left to the binning, the same cells.
+  // A sparse grid (fewer points than a tenth of its cells: most of its words never reached), mapped
+  // up front (doubles' pairs and counts, or the integer words) or left to the binning: the same cells.
   auto const p = walk_points(20000, 120.0, 5);
   auto const g = grid_of(p, 0.1);
+  ASSERT_LT(p.size() * 10, g.num_cells());
   auto const r = extremes_and_count();
   auto const want = reference(g, p, r, -9999.0F);
   for (int const prefault : {0, 1, 2}) {
