@@ -21,6 +21,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace heightgrid {
@@ -97,7 +98,8 @@ std::string describe(cudaError_t status)
 /// binary targets (__CUDA_ARCH_LIST__: the virtual ones, whose PTX a newer device compiles). Costs
 /// the driver's start (cuInit), not the context's (docs/benchmarks.md, "LAS on the device").
 /// `device` < 0: the calling thread's current device (no context is made for it either way).
-availability probe_driver(int device) noexcept
+/// `found`: where given, the device probed and its properties (valid when the answer is ok).
+availability probe_driver(int device, std::pair<int, cudaDeviceProp>* found = nullptr) noexcept
 {
   try {
     int count = 0;
@@ -140,6 +142,7 @@ availability probe_driver(int device) noexcept
                        std::to_string(targets[0] / 100) + "." + std::to_string(targets[0] / 10 % 10) + " and newer"};
     }
 #endif
+    if (found != nullptr) { *found = {device, prop}; }
     return {true, {}};
   } catch (...) {  // std::string allocation: the one thing above that throws
     return {false, "probing the CUDA device failed"};
@@ -149,17 +152,9 @@ availability probe_driver(int device) noexcept
 availability probe() noexcept
 {
   try {
-    if (auto a = probe_driver(-1); !a.ok) { return a; }
-    int device = 0;
-    cudaDeviceProp prop{};
-    if (auto const status = cudaGetDevice(&device); status != cudaSuccess) {
-      cudaGetLastError();
-      return {false, "cannot select a CUDA device: " + describe(status)};
-    }
-    if (auto const status = cudaGetDeviceProperties(&prop, device); status != cudaSuccess) {
-      cudaGetLastError();
-      return {false, "cannot query the CUDA device: " + describe(status)};
-    }
+    std::pair<int, cudaDeviceProp> found{};
+    if (auto a = probe_driver(-1, &found); !a.ok) { return a; }
+    cudaDeviceProp const& prop = found.second;
     // The binary carries code for the architectures it was built for only (CMAKE_CUDA_ARCHITECTURES):
     // asking for a kernel's attributes fails if none of them runs on this device.
     cudaFuncAttributes attributes{};
