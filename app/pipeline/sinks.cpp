@@ -55,7 +55,10 @@ point_batch grid_sink::acquire(unsigned worker, std::atomic<bool> const& stoppin
       if (auto slot = gpu_->try_slot()) { return *slot; }
       break;
   }
-  return buffers_.get(worker);
+  // Binned here (process()): raw LAS records are better decoded by the readers as they read them.
+  point_batch batch = buffers_.get(worker);
+  batch.decode_records = true;
+  return batch;
 }
 
 bool grid_sink::gpu_memory(point_batch const& batch) const

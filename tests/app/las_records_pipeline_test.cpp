@@ -148,8 +148,9 @@ TEST(LasRecords, GpuRouteDecodingRecordsEqualsTheCpuRoute)
 TEST(LasRecords, TheCpuDecodesRecordsWhileTheGpuStartsAndTheGridsMerge)
 {
   if (!gpu_available()) { GTEST_SKIP() << "no usable GPU: the cooperative route is checked on the GPU machine"; }
-  // The default GPU route of range/min/max(/count): the readers' first batches of raw records are
-  // decoded and binned on the CPU while the GPU starts and configures, the later ones on the device
+  // The default GPU route of range/min/max(/count): the readers' first parts are decoded (by the
+  // readers, as the CPU route's) and binned on the CPU while the GPU starts and configures, the
+  // later ones travel as raw records and are decoded on the device
   // (2,000 parts of 1,000 records: the device's binner is up long before the last), the two grids
   // merged: the CPU route's cells and read statistics, counts asked for or not.
   std::vector<std::string> const paths{write_file("big6.las", 6, 2'000'000, 9), write_file("c1b.las", 1, 12345, 3, 20.0)};

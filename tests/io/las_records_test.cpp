@@ -41,8 +41,11 @@ std::string write_las_file(std::string const& name, las_spec const& spec, std::v
   return path;
 }
 
-/// Every part of `source` (switched to records) decoded with decode_las_records, in part order.
-test::parts_read read_records(part_source& source, filter_options const& options, std::size_t record_length)
+/// Every part of `source` (switched to records) decoded with decode_las_records, in part order;
+/// with `decode_odd`, odd parts are read into batches marked decode_records (the source decodes
+/// them: the same records of the part, as columns, the filters' counts in its result).
+test::parts_read read_records(part_source& source, filter_options const& options, std::size_t record_length,
+                              bool decode_odd = false)
 {
   filter_rules const rules(options);
   test::parts_read got;
@@ -53,6 +56,19 @@ test::parts_read read_records(part_source& source, filter_options const& options
   for (std::uint64_t k = 0; k < parts; ++k) {
     point_batch raw = batch_over(raw_buffer, source.max_part_points());
     raw.source = 3;
+    if (decode_odd && k % 2 == 1) {
+      raw.decode_records = true;
+      part_result const r = source.read_part(k, rules, raw);
+      EXPECT_EQ(raw.encoding, coord_encoding::scaled_int32) << "part " << k;
+      EXPECT_EQ(r.filtered.points_in - r.filtered.removed(), raw.size) << "part " << k;
+      got.total.add(r);
+      for (std::size_t i = 0; i < raw.size; ++i) {
+        got.points.x.push_back(raw.x_at(i));
+        got.points.y.push_back(raw.y_at(i));
+        got.points.z.push_back(raw.z_at(i));
+      }
+      continue;
+    }
     part_result const r = source.read_part(k, rules, raw);
     EXPECT_EQ(raw.encoding, coord_encoding::las_records);
     EXPECT_EQ(raw.record_length, record_length);
@@ -105,15 +121,20 @@ TEST(las_records, decoded_records_equal_the_decoded_parts_for_every_format_filte
         std::size_t const per_part = std::max<std::size_t>(1, std::min(part_points, batch_bytes(part_points) / stride));
         EXPECT_EQ(source->max_part_points(), part_points) << "batches keep their size";
         EXPECT_EQ(source->part_count(), (3000 + per_part - 1) / per_part);
-        test::parts_read const got = read_records(*source, filters[f], stride);
-        test::expect_same_points(got.points, want.points);
-        test::expect_same_stats(got.total.filtered, want.total.filtered);
-        EXPECT_EQ(got.total.extent.xmin, want.total.extent.xmin);
-        EXPECT_EQ(got.total.extent.xmax, want.total.extent.xmax);
-        EXPECT_EQ(got.total.extent.ymin, want.total.extent.ymin);
-        EXPECT_EQ(got.total.extent.ymax, want.total.extent.ymax);
-        EXPECT_EQ(got.total.z_min, want.total.z_min);
-        EXPECT_EQ(got.total.z_max, want.total.z_max);
+        // Every part as records, and odd parts decoded by the source (batches for the CPU).
+        for (bool const decode_odd : {false, true}) {
+          SCOPED_TRACE(decode_odd ? "odd parts decoded by the source" : "every part as records");
+          test::parts_read const got = read_records(*source, filters[f], stride, decode_odd);
+          test::expect_same_points(got.points, want.points);
+          test::expect_same_stats(got.total.filtered, want.total.filtered);
+          EXPECT_EQ(got.total.filtered.points_in, 3000U);
+          EXPECT_EQ(got.total.extent.xmin, want.total.extent.xmin);
+          EXPECT_EQ(got.total.extent.xmax, want.total.extent.xmax);
+          EXPECT_EQ(got.total.extent.ymin, want.total.extent.ymin);
+          EXPECT_EQ(got.total.extent.ymax, want.total.extent.ymax);
+          EXPECT_EQ(got.total.z_min, want.total.z_min);
+          EXPECT_EQ(got.total.z_max, want.total.z_max);
+        }
         // Switched back: decoded parts of the original size again.
         ASSERT_TRUE(source->deliver_records(false));
         EXPECT_EQ(source->max_part_points(), part_points);

@@ -41,7 +41,7 @@ class las_record_parts final : public las_parts_base {
             info_.path + ": part " + std::to_string(k) + " asked for, the file has " + std::to_string(count()));
     std::uint64_t const first = k * points_per_part();
     auto const n = static_cast<std::size_t>(std::min<std::uint64_t>(points_per_part(), header_.point_count - first));
-    if (records_) { return read_records(first, n, out); }
+    if (records_ && !out.decode_records) { return read_records(first, n, out); }
     begin_part(k, n, out);
     std::size_t const stride = header_.record_length;
     // Read and decoded a slice at a time, so that the records are decoded while the copy has left

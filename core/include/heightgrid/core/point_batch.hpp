@@ -70,6 +70,10 @@ struct point_batch {
   bool extended_records{false};    ///< las_records: formats 6-10 (the attributes' layout)
   std::uint32_t source{0};         ///< the job's index of the source it was read from (set by the scheduler)
   bool tagged{false};              ///< tags() holds each point's tag
+  /// Set by whoever hands out the batch's memory: its points will be binned on the CPU, so a source
+  /// that delivers raw LAS records (part_source::deliver_records) decodes this part instead (the
+  /// same records, as columns: the readers' own decoding, faster than decoding the records later).
+  bool decode_records{false};
 
   [[nodiscard]] std::uint8_t* tags() const noexcept { return static_cast<std::uint8_t*>(data) + tags_offset(capacity); }
 

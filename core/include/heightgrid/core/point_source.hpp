@@ -181,8 +181,8 @@ class part_source {
   /// itself (the GPU), and returns true; sources that cannot (anything but uncompressed LAS read
   /// for Z) return false and stay as they are. While on, a part is as many records as fit the
   /// bytes of a batch of max_part_points() points (part_count() says how many parts that makes;
-  /// max_part_points() does not change). `on` false switches back. Call between passes, never
-  /// during one.
+  /// max_part_points() does not change); a read into a batch marked decode_records decodes that
+  /// part's records instead. `on` false switches back. Call between passes, never during one.
   virtual bool deliver_records(bool on)
   {
     (void)on;
