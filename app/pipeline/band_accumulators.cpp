@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <vector>
 
 namespace heightgrid::app {
 namespace {
@@ -57,6 +58,7 @@ std::uint64_t band_accumulators::exact_merged_max()
 accumulator_view band_accumulators::merged(std::uint32_t row0, std::uint32_t rows, scratch& w)
 {
   std::uint64_t const cells = std::uint64_t{rows} * band_.grid.cols;
+  // Uninitialized: the pages are first touched by the download's copies, on the OpenMP team.
   w.lo.resize(cells);
   w.hi.resize(cells);
   w.count.resize(cells);

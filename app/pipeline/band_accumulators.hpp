@@ -10,7 +10,6 @@
 #include "heightgrid/kernels/gpu_binner.hpp"
 
 #include <cstdint>
-#include <vector>
 
 namespace heightgrid::app {
 
@@ -42,6 +41,9 @@ class band_accumulators {
   {
   }
 
+  /// Whether both sides binned points of the band (their windows are merged on the host).
+  [[nodiscard]] bool both_sides() const noexcept { return host_ != nullptr && gpu_ != nullptr; }
+
   /// The largest count of a cell: exact on one side; where both binned, the sum of the two sides'
   /// largest, or the exact merged largest where that sum exceeds what Float32 holds exactly (2^24).
   [[nodiscard]] std::uint64_t max_count();
@@ -52,9 +54,11 @@ class band_accumulators {
                                           metric_request const& request, float nodata, std::uint32_t col0 = 0);
 
  private:
+  /// The merged window's accumulators: columns left uninitialized (the download writes every cell;
+  /// zeroing them first, on one thread, took most of a merged band's finalize).
   struct scratch {
-    std::vector<std::uint64_t> lo, hi;
-    std::vector<std::uint32_t> count;
+    column<std::uint64_t> lo, hi;
+    column<std::uint32_t> count;
   };
   /// The device's rows downloaded, the host's merged into them.
   accumulator_view merged(std::uint32_t row0, std::uint32_t rows, scratch& w);

@@ -18,6 +18,7 @@
 #include <optional>
 #include <sstream>
 #include <utility>
+#include <vector>
 
 namespace heightgrid::app {
 namespace {
@@ -370,15 +371,19 @@ void grid_job::finalize_band(grid_band const& band, grid_spec const& out_grid)
   if (std::max(band_first, out_first) >= std::min(band_end, out_end)) { return; }
   auto const begin = static_cast<std::uint32_t>(std::max(band_first, out_first) - band_first);
   auto const end = static_cast<std::uint32_t>(std::min(band_end, out_end) - band_first);
-  // Where the device finalizes, window k + 1 is finalized and downloaded while window k is written
-  // (its DEFLATE takes the cores; the device and the copy engine are free): windows of whole blocks,
-  // smaller than the host's. On the CPU both would take the same cores: one after the other.
-  bool const overlap = gpu_used_;
-  std::uint32_t const rows_per = overlap ? window_rows(o_.device_window_cells, band.grid.cols, output_.block_rows())
-                                         : window_rows(window_cells, band.grid.cols, 0);
+  // Where the device finalizes alone, window k + 1 is finalized and downloaded while window k is
+  // written (its DEFLATE takes the cores; the device and the copy engine are free): windows of whole
+  // blocks, smaller than the host's. On the CPU both would take the same cores: one after the other.
+  // Where the CPU and the GPU binned the band together (the cooperative route), its windows are
+  // downloaded, merged and finalized on the host before any is written (below; on one thread beside
+  // the writer they took 4x as long: docs/benchmarks.md, "LAS on the device"), in the device's
+  // window size (the downloaded accumulators, 20 bytes a cell, stay small).
+  band_accumulators acc = accumulators(band);
+  bool const overlap = gpu_used_ && !acc.both_sides();
+  std::uint32_t const rows_per = gpu_used_ ? window_rows(o_.device_window_cells, band.grid.cols, output_.block_rows())
+                                           : window_rows(window_cells, band.grid.cols, 0);
   metric_request fin = o_.request;
   fin.cell_area = std::fabs(out_grid.xres * out_grid.yres);
-  band_accumulators acc = accumulators(band);
   double writing = 0.0;
   omp_set_num_threads(static_cast<int>(threads_));
   // The window from band row r: up to the next multiple of rows_per in output rows (where the
@@ -403,19 +408,34 @@ void grid_job::finalize_band(grid_band const& band, grid_spec const& out_grid)
     omp_set_num_threads(1);
     return finalize(r);
   };
+  bool const release_early = last_band_ && owns_gpu_ && o_.release_device_when_done && laz_stage_ == nullptr;
+  auto const release = [&] {
+    // The device's last window is in hand: its teardown overlaps the last writes and the close
+    // (docs/benchmarks.md, "Shape metrics and density": the device released early).
+    report_.gpu = gpu_->binner().times();
+    report_.device_released_early = true;
+    gpu_->release_device();
+  };
+  // Windows the CPU and the GPU binned together: every one merged and finalized first, by the whole
+  // team while no compression runs beside it (between writes its barriers waited for cores GDAL's
+  // threads held), then written; the finalized bands are held meanwhile, not the accumulators.
+  bool const merged_first = gpu_used_ && acc.both_sides();
+  std::vector<finalized_window> ready;
+  if (merged_first) {
+    for (std::uint32_t r = begin, rows = 0; r < end; r += rows) {
+      rows = rows_from(r);
+      ready.push_back(finalize(r));
+    }
+    if (release_early) { release(); }
+  }
   std::future<finalized_window> next;
   if (overlap) { next = std::async(std::launch::async, finalize_beside_the_writer, begin); }
-  for (std::uint32_t r = begin, rows = 0; r < end; r += rows) {
+  std::size_t k = 0;
+  for (std::uint32_t r = begin, rows = 0; r < end; r += rows, ++k) {
     rows = rows_from(r);
-    finalized_window f = overlap ? next.get() : finalize(r);
+    finalized_window f = merged_first ? std::move(ready[k]) : overlap ? next.get() : finalize(r);
     if (overlap && r + rows < end) { next = std::async(std::launch::async, finalize_beside_the_writer, r + rows); }
-    if (overlap && r + rows >= end && last_band_ && owns_gpu_ && o_.release_device_when_done && laz_stage_ == nullptr) {
-      // The device's last window is in hand: its teardown overlaps the last writes and the close
-      // (docs/benchmarks.md, "Shape metrics and density": the device released early).
-      report_.gpu = gpu_->binner().times();
-      report_.device_released_early = true;
-      gpu_->release_device();
-    }
+    if (overlap && r + rows >= end && release_early) { release(); }
     window_counts const& c = f.counts;
     std::uint32_t largest = c.largest;
     std::uint64_t const total = c.total, non_empty = c.non_empty;
