@@ -76,7 +76,7 @@ CPLStringList merged_creation_options(output_format format, std::vector<std::str
     list.SetNameValue("TILED", "YES");
     // The bands stored apart: each band's blocks go to the compression threads as they are
     // (pixel-interleaved ones are assembled from every band's on one thread: half the write time of
-    // eight bands; which layout is smaller depends on the bands; docs/benchmarks.md, "Shape metrics").
+    // eight bands; which layout is smaller depends on the bands; docs/benchmarks-history.md, "Shape metrics").
     list.SetNameValue("INTERLEAVE", "BAND");
   }
   list.SetNameValue("COMPRESS", "DEFLATE");
@@ -96,7 +96,7 @@ CPLStringList merged_creation_options(output_format format, std::vector<std::str
     list.SetNameValue(key.c_str(), option.substr(eq + 1).c_str());
   }
   // DEFLATE at its fastest level, without a predictor, unless the user names a level or a predictor.
-  // Measured on point-cloud grids (docs/benchmarks.md, "The GeoTIFF's defaults"): level 1 compresses
+  // Measured on point-cloud grids (docs/benchmarks.md, "End to end", GeoTIFF defaults): level 1 compresses
   // 3-5x faster than GDAL's default 6 for 5-11 % more bytes, and the predictors GDAL offers make
   // these rasters larger, not smaller (sparse cells between nodata, noisy heights): PREDICTOR=3
   // gave 1.3-3x the bytes of no predictor on every real point cloud tried.

@@ -91,7 +91,7 @@ bool release_device(int device) noexcept;
 /// device back to back, without the host's launch latency between its operations. CUDA events
 /// around that work then time the device alone: the gaps of a few microseconds in which the device
 /// waits for the host's next launch would otherwise count, and on 5-10 us kernels they vary from run
-/// to run by more than the kernels do (docs/benchmarks.md, "Timing small kernels").
+/// to run by more than the kernels do (docs/benchmarks-history.md, "Timing small kernels").
 /// The constructor enqueues a one-thread kernel that polls a flag in mapped host memory (and sleeps
 /// between polls); open() sets the flag. If the flag is not set within `timeout_ms` the kernel
 /// returns anyway and timed_out() says so once the stream has passed it: a stream must never hang
