@@ -3,6 +3,7 @@
 #include "grid_report.hpp"
 #include "grid_tiled.hpp"
 
+#include "pipeline/driver_helper.hpp"
 #include "pipeline/grid_job.hpp"
 #include "pipeline/sources.hpp"
 #include "report.hpp"
@@ -21,9 +22,11 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <limits>
 #include <optional>
 
@@ -232,6 +235,30 @@ CLI::App* add_grid_command(CLI::App& app, grid_options& o)
 
 namespace {
 
+/// How long a job waits for the driver helper's answer before it takes the driver for hung.
+constexpr double driver_helper_timeout_s = 120.0;
+
+/// --device gpu on LAS files that the CPU, binning while CUDA starts, is expected to finish before a
+/// GPU context would pay (cpu_bins_before_a_context_pays, from the points the files' sizes suggest):
+/// the job's stage asks the driver from the helper process (driver_helper.hpp), whose start and
+/// teardown then happen beside the job. A CPU slower than expected still gets its context (made in
+/// this process once the helper has answered).
+bool driver_question_for_helper(grid_job_options const& job, input_selection const& in,
+                                std::vector<std::string> const& paths)
+{
+  if (job.device != device_choice::gpu || !job_may_share_with_cpu(job) || !in.synth.empty() || paths.empty() ||
+      !driver_helper_waiting()) {
+    return false;
+  }
+  // The model is LAS's: LAZ, text and rasters take the CPU longer than it says.
+  bool const las = std::all_of(paths.begin(), paths.end(), [](std::string const& p) {
+    auto ext = std::filesystem::path(p).extension().string();
+    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+    return ext == ".las";
+  });
+  return las && cpu_bins_before_a_context_pays(guess_points(in, paths), job.request, worker_threads(job.threads));
+}
+
 /// --ground auto's DTM: a hidden file next to the output, removed when the run ends (or is stopped
 /// by a signal).
 struct auto_ground {
@@ -435,7 +462,13 @@ int run_grid(grid_options const& given)
                          (job.device == device_choice::automatic &&
                           auto_wants_gpu(guess_points(o.in, paths), request, worker_threads(job.threads)));
   if (early_gpu) {
-    gpu = std::make_unique<gpu_stage>(o.in.reader.chunk_points, gpu_ring_slots(job.threads), job.gpu_device);
+    std::function<bool(std::string*)> find_driver;
+    if (driver_question_for_helper(job, o.in, paths)) {
+      find_driver = driver_helper_finder(job.gpu_device, driver_helper_timeout_s);
+      job.driver_asked_by_helper = true;
+    }
+    gpu = std::make_unique<gpu_stage>(o.in.reader.chunk_points, gpu_ring_slots(job.threads), job.gpu_device,
+                                      std::function<bool()>{}, std::move(find_driver));
   }
 
   // --- inputs (headers)

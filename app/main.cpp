@@ -3,6 +3,7 @@
 
 #include "cli.hpp"
 
+#include "pipeline/driver_helper.hpp"
 #include "pipeline/gpu_stage.hpp"
 #include "report.hpp"
 
@@ -100,6 +101,10 @@ int run(int argc, char** argv)
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) { return cli.app.exit(e); }
     std::fprintf(stderr, "heightgrid: error: %s\nRun with --help for more information.\n", printable(e.what()).c_str());
     return exit_code(error_kind::usage);
+  }
+  if (cli.grid_cmd->parsed() && cli.grid.run.device == "gpu" && cli.grid.gpus.empty()) {
+    // Before any thread starts: a job the CPU bins alone asks the driver from this helper.
+    (void)app::start_driver_helper();
   }
   setup_logging(cli.verbosity, cli.quiet);
   io::init_gdal([](io::gdal_message_level level, std::string const& msg) {

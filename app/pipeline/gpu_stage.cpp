@@ -16,11 +16,13 @@ namespace heightgrid::app {
 using stage_detail::clock_type;
 using stage_detail::seconds_from;
 
-gpu_stage::gpu_stage(std::size_t batch_points, std::size_t ring_slots, int device, std::function<bool()> before_start)
+gpu_stage::gpu_stage(std::size_t batch_points, std::size_t ring_slots, int device, std::function<bool()> before_start,
+                     std::function<bool(std::string*)> find_driver)
   : s_(std::make_shared<shared>())
 {
   s_->device = device;
   s_->before_start = std::move(before_start);
+  s_->find_driver = std::move(find_driver);
   s_->batch_points = batch_points;
   s_->slot_bytes = batch_bytes(batch_points);
   s_->slots = std::max<std::size_t>(1, ring_slots);

@@ -36,9 +36,12 @@ class gpu_stage {
   /// (-1: the runtime's default). A stage may serve several jobs in turn (tiles): the first
   /// configures it, the next reset its binner to their grid.
   /// `before_start` (tests) runs on the start-up thread before CUDA starts; returning false makes
-  /// the start fail as CUDA's failure would.
+  /// the start fail as CUDA's failure would. `find_driver`, where given, is how the start-up thread
+  /// asks whether the driver finds the device (driver_helper.hpp: a helper process), with the reason
+  /// when not; else it asks CUDA's driver itself (find_gpu). Either way the context, where one is
+  /// made, is this process's.
   gpu_stage(std::size_t batch_points, std::size_t ring_slots, int device = -1,
-            std::function<bool()> before_start = {});
+            std::function<bool()> before_start = {}, std::function<bool(std::string*)> find_driver = {});
   gpu_stage(gpu_stage const&) = delete;
   gpu_stage& operator=(gpu_stage const&) = delete;
   /// Joins the background thread if it has finished; otherwise leaves it to finish alone (a small

@@ -55,6 +55,7 @@ struct gpu_stage::shared {
 
   int device{-1};
   std::function<bool()> before_start;
+  std::function<bool(std::string*)> find_driver;  ///< empty: find_gpu in this process
   std::size_t batch_points{0};
   std::size_t slot_bytes{0};
   std::size_t slots{0};

@@ -96,7 +96,7 @@ void gpu_stage::shared::start(std::shared_ptr<shared> s)
   }
   // The driver first: --device gpu's check needs no more where the CPU bins every point before the
   // GPU could pay for joining it (context_wanted), and then no context is made, nor torn down at exit.
-  if (!find_gpu(&reason, s->device)) {
+  if (s->find_driver ? !s->find_driver(&reason) : !find_gpu(&reason, s->device)) {
     s->settle(state::failed, reason);
     return;
   }

@@ -1,5 +1,6 @@
 #include "pipeline/grid_job_impl.hpp"
 
+#include "pipeline/driver_helper.hpp"
 #include "pipeline/grid_plan.hpp"
 #include "pipeline/memory_wait.hpp"
 #include "report.hpp"
@@ -80,7 +81,8 @@ grid_job_report grid_job::run()
                                                          : "not started: the job is small enough for the CPU alone";
     } else if (gpu_->context_skipped()) {
       report_.gpu_note = "found after " + human_seconds(gpu_->start_seconds()) +
-                         " (its driver), no context made: the CPU was to bin every point first";
+                         (o_.driver_asked_by_helper ? " (its driver, asked by a helper process)" : " (its driver)") +
+                         ", no context made: the CPU was to bin every point first";
     } else if (gpu_->binner_skipped()) {
       report_.gpu_note = "up after " + human_seconds(gpu_->start_seconds()) +
                          ", no binner made: the CPU had binned every point";
@@ -164,12 +166,7 @@ void grid_job::choose_route()
   if (gpu_ != nullptr) { gpu_->set_memory_wait(memory_wait_s()); }
 }
 
-bool grid_job::may_share_with_cpu() const
-{
-  // Tagged counts would need both sides' counts merged per band: the GPU alone keeps them.
-  return o_.cpu_while_gpu_starts && !sums_ && !order_ && !o_.request.needs_tags() &&
-         binner_options().reduction == batch_reduction::atomic;
-}
+bool grid_job::may_share_with_cpu() const { return job_may_share_with_cpu(o_); }
 
 void grid_job::settle_route(int bands)
 {
@@ -435,6 +432,26 @@ bool grid_job::wants_records() const
 }
 
 }  // namespace job_detail
+
+bool job_may_share_with_cpu(grid_job_options const& o) noexcept
+{
+  // Tagged counts would need both sides' counts merged per band: the GPU alone keeps them. Sums
+  // merge in batch order and order statistics keep every point: the GPU alone too.
+  bool const sums = o.request.needs_sums();
+  return o.cpu_while_gpu_starts && !sums && !o.request.needs_order() && !o.request.needs_tags() &&
+         o.reduction.value_or(sums ? batch_reduction::sorted : batch_reduction::atomic) == batch_reduction::atomic;
+}
+
+std::function<bool(std::string*)> driver_helper_finder(int device, double timeout_s)
+{
+  return [device, timeout_s](std::string* reason) {
+    auto const a = ask_driver_helper(device, timeout_s);
+    if (!a) { return find_gpu(reason, device); }
+    trace_moment(a->found ? "the helper process: the driver found the GPU" : "the helper process: no usable GPU");
+    if (!a->found && reason != nullptr) { *reason = a->reason; }
+    return a->found;
+  };
+}
 
 bounds read_bounds(std::vector<part_source*> const& sources, filter_options const& filter, unsigned threads)
 {

@@ -29,6 +29,7 @@
 #include "heightgrid/kernels/reduce_mode.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -77,6 +78,9 @@ struct grid_job_options {
   /// inputs are opened): where the CPU bins every point, no binner is made on it (skip_binner).
   /// False for a stage kept between jobs (tiles). A stage the job makes itself is its own.
   bool gpu_stage_private{false};
+  /// That stage asks CUDA's driver for the device through the helper process (driver_helper.hpp,
+  /// driver_helper_finder): said in the report's note.
+  bool driver_asked_by_helper{false};
   /// Nothing else in the process uses CUDA while or after the job runs (the CLI's job): once the
   /// device has finalized the last window of a private stage, its binner is freed and the device
   /// reset on a thread beside the last writes, so that the context's teardown, which otherwise
@@ -164,6 +168,16 @@ grid_job_report run_grid_job(std::vector<std::unique_ptr<part_source>> const& so
 /// Bounds of the points `sources` keep under `filter`, from a pass that only reads (`threads`
 /// workers; 0: every core).
 [[nodiscard]] bounds read_bounds(std::vector<part_source*> const& sources, filter_options const& filter, unsigned threads);
+
+/// Whether a job with `o` may bin on the CPU while CUDA starts, the two grids merged (the
+/// cooperative route, where its grid is small enough): range/min/max/count with the atomic batch
+/// reduction, --gpu-start cpu.
+[[nodiscard]] bool job_may_share_with_cpu(grid_job_options const& o) noexcept;
+
+/// How a gpu_stage asks whether CUDA's driver finds `device` (its `find_driver`): the helper
+/// process's answer (driver_helper.hpp), waiting up to `timeout_s`, or find_gpu in this process
+/// where no helper waits.
+[[nodiscard]] std::function<bool(std::string*)> driver_helper_finder(int device, double timeout_s);
 
 /// Worker threads for `requested` (0: the cores this process may use).
 [[nodiscard]] unsigned worker_threads(unsigned requested) noexcept;

@@ -12,11 +12,20 @@ bool auto_wants_gpu(std::uint64_t points, metric_request const& request, unsigne
   if (points == 0) { return true; }  // unknown: start it, the CPU works meanwhile
   if (request.needs_order()) { return points >= policy::order_gpu_min_points; }
   if (request.needs_sums()) { return points >= policy::sums_gpu_min_points; }
-  auto const n = static_cast<double>(points);
+  double const gpu_s = policy::las_gpu_fixed_s + static_cast<double>(points) / policy::las_gpu_points_per_s;
+  return gpu_s < las_cpu_pass_s(points, request, threads);
+}
+
+double las_cpu_pass_s(std::uint64_t points, metric_request const& request, unsigned threads) noexcept
+{
+  using policy = auto_device_policy;
   double const tags = 1.0 + policy::las_cpu_tag_band_share * static_cast<double>(request.tags.size());
-  double const cpu_s = tags * n / (std::max(threads, 1U) * policy::las_cpu_points_per_thread_s);
-  double const gpu_s = policy::las_gpu_fixed_s + n / policy::las_gpu_points_per_s;
-  return gpu_s < cpu_s;
+  return tags * static_cast<double>(points) / (std::max(threads, 1U) * policy::las_cpu_points_per_thread_s);
+}
+
+bool cpu_bins_before_a_context_pays(std::uint64_t points, metric_request const& request, unsigned threads) noexcept
+{
+  return points > 0 && las_cpu_pass_s(points, request, threads) < auto_device_policy::gpu_context_s;
 }
 
 laz_offload_estimate estimate_laz_offload(laz_offload_facts const& f) noexcept

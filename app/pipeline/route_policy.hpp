@@ -94,6 +94,18 @@ struct auto_device_policy {
 /// 6·10^7 of 10^8 records in 0.12 s → 0.08 s left → false; 10^7 of 10^8 in 0.1 s → 0.9 s → true.
 [[nodiscard]] bool gpu_context_worth_making(double elapsed_s, std::uint64_t read, std::uint64_t expected) noexcept;
 
+/// The CPU route's binning of `points` LAS points (> 0) with `request` on `threads` threads, in
+/// seconds, by auto_device_policy's model (the LAS rate a thread, tagged bands' share).
+[[nodiscard]] double las_cpu_pass_s(std::uint64_t points, metric_request const& request, unsigned threads) noexcept;
+
+/// Whether the CPU, binning a LAS job of `points` points (0: unknown) while CUDA starts, is expected
+/// to finish before a GPU context would pay for joining it (las_cpu_pass_s below
+/// auto_device_policy::gpu_context_s): --device gpu then only asks the driver for the device, from
+/// a helper process (driver_helper.hpp). Example, 16 threads, range: 10^8 points (0.30 s) → true,
+/// 3·10^8 (0.89 s) → false.
+[[nodiscard]] bool cpu_bins_before_a_context_pays(std::uint64_t points, metric_request const& request,
+                                                  unsigned threads) noexcept;
+
 /// Whether a job of `points` points (0: unknown) with `request` would use the GPU under --device
 /// auto: callers start the GPU early with it.
 [[nodiscard]] bool auto_wants_gpu(std::uint64_t points, metric_request const& request, unsigned threads) noexcept;

@@ -187,6 +187,39 @@ TEST_F(Cli, GpuRequestedWithoutAGpu)
   }
 }
 
+TEST_F(Cli, GpuRequestedForASmallLasJobAsksTheDriverFromAHelperProcess)
+{
+  // The CPU bins these 1,000 points before a GPU context could pay: --device gpu's check that there
+  // is a GPU goes to a helper process (app/pipeline/driver_helper.hpp), whose answer decides as the
+  // driver's own would. `-vv` says where the answer came from.
+  std::vector<heightgrid::io::las_point> pts(1000);
+  for (std::size_t i = 0; i < pts.size(); ++i) {
+    pts[i].x = static_cast<double>(i % 40);
+    pts[i].y = static_cast<double>(i / 40);
+    pts[i].z = static_cast<double>(i % 7);
+  }
+  heightgrid::io::write_las(out("small.las").string(), pts, {});
+  auto const o = out("o.tif");
+  auto const r = run("grid " + out("small.las").string() + " -o " + o.string() + " --res 1 --device gpu -vv");
+  if (heightgrid::gpu_available()) {
+    ASSERT_EQ(r.code, 0) << r.output;
+    EXPECT_NE(r.output.find("the helper process: the driver found the GPU"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find("asked by a helper process"), std::string::npos) << r.output;
+    auto const c = out("cpu.tif");
+    auto const rc = run("grid " + out("small.las").string() + " -o " + c.string() + " --res 1 --device cpu");
+    ASSERT_EQ(rc.code, 0) << rc.output;
+    EXPECT_EQ(heightgrid::test::file_bytes(o), heightgrid::test::file_bytes(c));
+  } else {
+    expect_failure(r, 6, "--device gpu", o);
+    EXPECT_NE(r.output.find("the helper process: no usable GPU"), std::string::npos) << r.output;
+  }
+  // --gpu-start wait sends every batch to the GPU: the job's own thread asks the driver.
+  auto const w = run("grid " + out("small.las").string() + " -o " + o.string() +
+                     " --res 1 --device gpu --gpu-start wait --overwrite -vv");
+  EXPECT_EQ(w.output.find("the helper process"), std::string::npos) << w.output;
+  EXPECT_EQ(w.code, heightgrid::gpu_available() ? 0 : 6) << w.output;
+}
+
 // ---- failures after the output has started: expect_failure above only meets errors raised before
 // the temporary exists. Here the run may not write a file past a few KiB (RLIMIT_FSIZE, SIGXFSZ
 // ignored: heightgrid::test::run_cli_file_limited), so GDAL's writes fail with EFBIG ("File too

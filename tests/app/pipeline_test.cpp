@@ -187,6 +187,31 @@ TEST(Scheduler, ASecondPassReadsSequentialSourcesFromTheStart)
 
 // ---- the grid job -------------------------------------------------------------------------------
 
+TEST(AutoDevice, DeviceGpuAsksTheDriverFromAHelperOnlyWhereTheCpuIsExpectedToFinishFirst)
+{
+  // The CPU route's pass by auto's model: points / (threads x las_cpu_points_per_thread_s), tagged
+  // bands adding their share. 10^8 points on 16 threads: 0.30 s, below gpu_context_s (the helper
+  // asks the driver); 3 x 10^8: 0.89 s (the job's own thread starts CUDA, a context likely made).
+  metric_request range;
+  range.range = true;
+  double const rate = auto_device_policy::las_cpu_points_per_thread_s;
+  EXPECT_DOUBLE_EQ(las_cpu_pass_s(100'000'000, range, 16), 1e8 / (16 * rate));
+  EXPECT_DOUBLE_EQ(las_cpu_pass_s(100'000'000, range, 0), 1e8 / rate);  // 0 threads: one
+  EXPECT_TRUE(cpu_bins_before_a_context_pays(100'000'000, range, 16));
+  EXPECT_FALSE(cpu_bins_before_a_context_pays(300'000'000, range, 16));
+  EXPECT_FALSE(cpu_bins_before_a_context_pays(100'000'000, range, 2));  // 2.4 s on 2 threads
+  EXPECT_FALSE(cpu_bins_before_a_context_pays(0, range, 16));            // unknown: in-process
+  // The boundary: a pass of gpu_context_s (235,200,000 points on 16 threads).
+  auto const at = static_cast<std::uint64_t>(auto_device_policy::gpu_context_s * 16 * rate);
+  EXPECT_FALSE(cpu_bins_before_a_context_pays(at + 1'000, range, 16));
+  EXPECT_TRUE(cpu_bins_before_a_context_pays(at - 1'000, range, 16));
+  // Tagged bands make the CPU's pass longer: 2 x 10^8 points with four of them, 0.6 x 2 = 1.2 s.
+  metric_request tagged = range;
+  tagged.tags.resize(4);
+  EXPECT_TRUE(cpu_bins_before_a_context_pays(200'000'000, range, 16));
+  EXPECT_FALSE(cpu_bins_before_a_context_pays(200'000'000, tagged, 16));
+}
+
 TEST(AutoDevice, AGpuWhoseDriverIsUpMakesItsContextOnlyWhereTheCpuWillStillBeReading)
 {
   // The CPU's rate so far says how long its pass has left; the GPU pays only where that is at least
