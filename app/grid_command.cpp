@@ -240,9 +240,10 @@ constexpr double driver_helper_timeout_s = 120.0;
 
 /// --device gpu on LAS files that the CPU, binning while CUDA starts, is expected to finish before a
 /// GPU context would pay (cpu_bins_before_a_context_pays, from the points the files' sizes suggest):
-/// the job's stage asks the driver from the helper process (driver_helper.hpp), whose start and
-/// teardown then happen beside the job. A CPU slower than expected still gets its context (made in
-/// this process once the helper has answered).
+/// the job's stage may ask the driver from the helper process (driver_helper.hpp), whose start and
+/// teardown then happen beside the job. It does where the job's route is the cooperative one (the
+/// grid small enough to keep on both sides: grid_job decides once the headers are read); a CPU
+/// slower than expected still gets its context (made in this process once the helper has answered).
 bool driver_question_for_helper(grid_job_options const& job, input_selection const& in,
                                 std::vector<std::string> const& paths)
 {
@@ -465,7 +466,6 @@ int run_grid(grid_options const& given)
     std::function<bool(std::string*)> find_driver;
     if (driver_question_for_helper(job, o.in, paths)) {
       find_driver = driver_helper_finder(job.gpu_device, driver_helper_timeout_s);
-      job.driver_asked_by_helper = true;
     }
     gpu = std::make_unique<gpu_stage>(o.in.reader.chunk_points, gpu_ring_slots(job.threads), job.gpu_device,
                                       std::function<bool()>{}, std::move(find_driver));

@@ -98,6 +98,7 @@ bool gpu_stage::waiting_for_memory() const noexcept { return s_->memory_wait.loa
 
 void gpu_stage::wait_settled()
 {
+  s_->decide(true);
   std::unique_lock<std::mutex> lock(s_->mutex);
   s_->changed.wait(lock, [&] { return s_->now.load() != state::starting; });
 }
@@ -112,6 +113,7 @@ std::vector<std::string> gpu_stage::memory_notes() const
 
 void gpu_stage::skip_binner()
 {
+  s_->decide(true);
   {
     std::lock_guard<std::mutex> lock(s_->mutex);
     s_->binner_unneeded = true;
@@ -134,8 +136,13 @@ void gpu_stage::follow_cpu_pass(std::shared_ptr<std::atomic<std::uint64_t> const
 
 bool gpu_stage::context_skipped() const noexcept { return s_->context_skipped.load(); }
 
+void gpu_stage::decide_driver_question(bool helper) { s_->decide(helper); }
+
+bool gpu_stage::driver_asked_elsewhere() const noexcept { return s_->asked_elsewhere.load(); }
+
 bool gpu_stage::wait_found()
 {
+  s_->decide(true);
   std::unique_lock<std::mutex> lock(s_->mutex);
   s_->changed.wait(lock, [&] { return s_->found || s_->now.load() == state::failed || s_->stopping; });
   return s_->found;
@@ -143,6 +150,7 @@ bool gpu_stage::wait_found()
 
 bool gpu_stage::wait_ready(std::atomic<bool> const& stopping)
 {
+  s_->decide(false);
   std::unique_lock<std::mutex> lock(s_->mutex);
   s_->changed.wait(lock, [&] { return s_->now.load() != state::starting || s_->stopping || stopping.load(); });
   return s_->now.load() == state::ready;
@@ -152,6 +160,7 @@ double gpu_stage::start_seconds() const noexcept { return s_->settled_after.load
 
 std::optional<gpu_stage::device_facts> gpu_stage::wait_started()
 {
+  s_->decide(false);
   std::unique_lock<std::mutex> lock(s_->mutex);
   s_->changed.wait(lock, [&] { return s_->started || s_->now.load() == state::failed || s_->stopping; });
   return s_->facts;

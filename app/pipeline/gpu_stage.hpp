@@ -37,9 +37,9 @@ class gpu_stage {
   /// configures it, the next reset its binner to their grid.
   /// `before_start` (tests) runs on the start-up thread before CUDA starts; returning false makes
   /// the start fail as CUDA's failure would. `find_driver`, where given, is how the start-up thread
-  /// asks whether the driver finds the device (driver_helper.hpp: a helper process), with the reason
-  /// when not; else it asks CUDA's driver itself (find_gpu). Either way the context, where one is
-  /// made, is this process's.
+  /// may ask whether the driver finds the device (driver_helper.hpp: a helper process), with the
+  /// reason when not, where the job says so (decide_driver_question); else it asks CUDA's driver
+  /// itself (find_gpu). Either way the context, where one is made, is this process's.
   gpu_stage(std::size_t batch_points, std::size_t ring_slots, int device = -1,
             std::function<bool()> before_start = {}, std::function<bool(std::string*)> find_driver = {});
   gpu_stage(gpu_stage const&) = delete;
@@ -93,6 +93,15 @@ class gpu_stage {
   /// reading for long enough that the GPU pays (gpu_context_worth_making): a job the CPU finishes
   /// first makes none, so neither waits for it nor pays its teardown at exit (context_skipped()).
   void follow_cpu_pass(std::shared_ptr<std::atomic<std::uint64_t> const> read, std::uint64_t expected);
+  /// A stage made with `find_driver` asks it only once the job has said where the question goes:
+  /// `helper` true where the CPU may bin every point first (the cooperative route), false where the
+  /// GPU is needed (CUDA then starts in this process: a second start after the helper's would cost
+  /// the driver's start again). Until then the start-up thread waits (the inputs' headers and the
+  /// plan: milliseconds); wait_started() and wait_ready() decide false, skip_binner(),
+  /// wait_found() and wait_settled() true where the job has not. The first decision holds.
+  void decide_driver_question(bool helper);
+  /// Whether the driver's answer came from `find_driver`.
+  [[nodiscard]] bool driver_asked_elsewhere() const noexcept;
   /// Whether the stage settled once the driver had found the device, without making a context
   /// (follow_cpu_pass, skip_binner before the context, or the job over); binner_skipped() then too.
   [[nodiscard]] bool context_skipped() const noexcept;

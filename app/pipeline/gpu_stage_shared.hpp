@@ -56,6 +56,19 @@ struct gpu_stage::shared {
   int device{-1};
   std::function<bool()> before_start;
   std::function<bool(std::string*)> find_driver;  ///< empty: find_gpu in this process
+  /// Where the driver's question goes (decide_driver_question), for a stage with find_driver.
+  enum class question { undecided, elsewhere, here };
+  question driver_question{question::undecided};
+  std::atomic<bool> asked_elsewhere{false};
+  void decide(bool elsewhere)
+  {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (driver_question != question::undecided) { return; }
+      driver_question = elsewhere ? question::elsewhere : question::here;
+    }
+    changed.notify_all();
+  }
   std::size_t batch_points{0};
   std::size_t slot_bytes{0};
   std::size_t slots{0};

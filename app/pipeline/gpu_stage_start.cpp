@@ -89,6 +89,7 @@ bool gpu_stage::shared::context_wanted()
 
 void gpu_stage::shared::start(std::shared_ptr<shared> s)
 {
+  using question = shared::question;
   std::string reason;
   if (s->before_start && !s->before_start()) {
     s->settle(state::failed, "the start was refused (before_start)");
@@ -96,7 +97,22 @@ void gpu_stage::shared::start(std::shared_ptr<shared> s)
   }
   // The driver first: --device gpu's check needs no more where the CPU bins every point before the
   // GPU could pay for joining it (context_wanted), and then no context is made, nor torn down at exit.
-  if (s->find_driver ? !s->find_driver(&reason) : !find_gpu(&reason, s->device)) {
+  bool elsewhere = false;
+  if (s->find_driver) {
+    std::unique_lock<std::mutex> lock(s->mutex);
+    s->changed.wait(lock, [&] {
+      return s->driver_question != question::undecided || s->abandoned || s->stopping || s->binner_unneeded;
+    });
+    if (s->driver_question == question::undecided && (s->abandoned || s->stopping)) {
+      lock.unlock();
+      s->settle(state::failed, "the job ended before the driver was asked");
+      return;
+    }
+    // Undecided here: the job needs no binner, and the driver's answer alone is wanted.
+    elsewhere = s->driver_question != question::here;
+  }
+  s->asked_elsewhere.store(elsewhere);
+  if (elsewhere ? !s->find_driver(&reason) : !find_gpu(&reason, s->device)) {
     s->settle(state::failed, reason);
     return;
   }

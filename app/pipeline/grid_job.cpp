@@ -81,7 +81,7 @@ grid_job_report grid_job::run()
                                                          : "not started: the job is small enough for the CPU alone";
     } else if (gpu_->context_skipped()) {
       report_.gpu_note = "found after " + human_seconds(gpu_->start_seconds()) +
-                         (o_.driver_asked_by_helper ? " (its driver, asked by a helper process)" : " (its driver)") +
+                         (gpu_->driver_asked_elsewhere() ? " (its driver, asked by a helper process)" : " (its driver)") +
                          ", no context made: the CPU was to bin every point first";
     } else if (gpu_->binner_skipped()) {
       report_.gpu_note = "up after " + human_seconds(gpu_->start_seconds()) +

@@ -78,9 +78,6 @@ struct grid_job_options {
   /// inputs are opened): where the CPU bins every point, no binner is made on it (skip_binner).
   /// False for a stage kept between jobs (tiles). A stage the job makes itself is its own.
   bool gpu_stage_private{false};
-  /// That stage asks CUDA's driver for the device through the helper process (driver_helper.hpp,
-  /// driver_helper_finder): said in the report's note.
-  bool driver_asked_by_helper{false};
   /// Nothing else in the process uses CUDA while or after the job runs (the CLI's job): once the
   /// device has finalized the last window of a private stage, its binner is freed and the device
   /// reset on a thread beside the last writes, so that the context's teardown, which otherwise

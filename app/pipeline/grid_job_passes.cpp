@@ -219,6 +219,11 @@ void grid_job::bin_band(grid_band const& band, bool first_band)
       host_->prefault(stored_integers());
     }
   }
+  if (gpu_ != nullptr && owns_gpu_) {
+    // A stage that can ask its driver from the helper process (driver_helper.hpp) does so only
+    // where the CPU may bin every point first; else CUDA starts in this process now.
+    gpu_->decide_driver_question(route_ == bin_route::cooperative && laz_stage_ == nullptr && known_points() > 0);
+  }
   if (gpu_ != nullptr) {
     if (!gpu_->configured()) {
       // Points the GPU decodes and bins where they are never come through the host's ring.

@@ -218,6 +218,12 @@ TEST_F(Cli, GpuRequestedForASmallLasJobAsksTheDriverFromAHelperProcess)
                      " --res 1 --device gpu --gpu-start wait --overwrite -vv");
   EXPECT_EQ(w.output.find("the helper process"), std::string::npos) << w.output;
   EXPECT_EQ(w.code, heightgrid::gpu_available() ? 0 : 6) << w.output;
+  // A grid too large to keep on both sides (6.25 x 10^7 cells, over 512 MiB of host accumulators):
+  // the GPU bins alone, so CUDA starts in the job's process once the headers are read.
+  auto const big = run("grid " + out("small.las").string() + " -o " + o.string() +
+                       " --res 0.004 --device gpu --overwrite -vv");
+  EXPECT_EQ(big.output.find("the helper process"), std::string::npos) << big.output;
+  EXPECT_EQ(big.code, heightgrid::gpu_available() ? 0 : 6) << big.output;
 }
 
 // ---- failures after the output has started: expect_failure above only meets errors raised before

@@ -92,6 +92,43 @@ TEST(GridJob, GpuRoutesEqualTheCpu)
   EXPECT_GT(cooperative_gpu_batches, 0U) << "--device gpu never binned a batch on the GPU";
 }
 
+TEST(GpuStage, AsksItsDriverElsewhereOnlyWhereTheJobSaysSo)
+{
+  // A stage made with a finder (the CLI's: the helper process) waits for the job to say where the
+  // driver's question goes: the finder where the CPU may bin every point (decide true, or a job that
+  // needs no binner), CUDA in this process where the GPU is needed (decide false, or a wait for
+  // CUDA's start). The first decision holds. Runs without a GPU: the stand-in always answers no.
+  enum class how { decided_elsewhere, decided_here, waits_for_cuda, needs_no_binner };
+  for (auto const h : {how::decided_elsewhere, how::decided_here, how::waits_for_cuda, how::needs_no_binner}) {
+    auto const asked = std::make_shared<std::atomic<int>>(0);
+    gpu_stage stage(1000, 4, -1, {}, [asked](std::string* reason) {
+      ++*asked;
+      *reason = "the stand-in's answer";
+      return false;
+    });
+    switch (h) {
+      case how::decided_elsewhere: stage.decide_driver_question(true); break;
+      case how::decided_here: stage.decide_driver_question(false); break;
+      case how::waits_for_cuda: (void)stage.wait_started(); break;
+      case how::needs_no_binner: stage.skip_binner(); break;
+    }
+    stage.decide_driver_question(h != how::decided_elsewhere && h != how::needs_no_binner);  // changes nothing
+    bool const elsewhere = h == how::decided_elsewhere || h == how::needs_no_binner;
+    bool const found = stage.wait_found();
+    stage.wait_settled();
+    EXPECT_EQ(asked->load(), elsewhere ? 1 : 0) << static_cast<int>(h);
+    EXPECT_EQ(stage.driver_asked_elsewhere(), elsewhere) << static_cast<int>(h);
+    if (elsewhere) {
+      EXPECT_FALSE(found);
+      EXPECT_EQ(stage.failure(), "the stand-in's answer");
+    } else {
+      // CUDA's own answer: a GPU where there is one, else the driver's reason.
+      EXPECT_EQ(found, gpu_available()) << stage.failure();
+      EXPECT_NE(stage.failure(), "the stand-in's answer");
+    }
+  }
+}
+
 TEST(GpuStage, AJobThatNeedsNoBinnerGetsNoneAndNoContextBeforeTheDriverIsUp)
 {
   if (!gpu_available()) { GTEST_SKIP() << "no usable GPU: the stage's start is checked on the GPU machine"; }
