@@ -114,8 +114,8 @@ TEST(GpuStage, AsksItsDriverElsewhereOnlyWhereTheJobSaysSo)
     }
     stage.decide_driver_question(h != how::decided_elsewhere && h != how::needs_no_binner);  // changes nothing
     bool const elsewhere = h == how::decided_elsewhere || h == how::needs_no_binner;
+    // Settled (the stand-in's no) or found by CUDA here; a stage CUDA started waits for configure().
     bool const found = stage.wait_found();
-    stage.wait_settled();
     EXPECT_EQ(asked->load(), elsewhere ? 1 : 0) << static_cast<int>(h);
     EXPECT_EQ(stage.driver_asked_elsewhere(), elsewhere) << static_cast<int>(h);
     if (elsewhere) {
@@ -124,7 +124,7 @@ TEST(GpuStage, AsksItsDriverElsewhereOnlyWhereTheJobSaysSo)
     } else {
       // CUDA's own answer: a GPU where there is one, else the driver's reason.
       EXPECT_EQ(found, gpu_available()) << stage.failure();
-      EXPECT_NE(stage.failure(), "the stand-in's answer");
+      if (!found) { EXPECT_NE(stage.failure(), "the stand-in's answer"); }
     }
   }
 }
