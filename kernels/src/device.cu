@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <memory>
 #include <cstdint>
+#include <ctime>
 #include <limits>
 #include <mutex>
 #include <optional>
@@ -363,11 +364,18 @@ cuda_start_times measure_cuda_start(std::size_t register_bytes)
 {
   using clock = std::chrono::steady_clock;
   auto const seconds = [](clock::time_point t) { return std::chrono::duration<double>(clock::now() - t).count(); };
+  // The process's CPU time (every thread's): the driver's start takes a core where it computes.
+  auto const cpu_seconds = [] {
+    timespec ts{};
+    return ::clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) == 0 ? static_cast<double>(ts.tv_sec) + ts.tv_nsec * 1e-9 : 0.0;
+  };
   cuda_start_times times;
+  double const cpu0 = cpu_seconds();
   auto t = clock::now();
   int count = 0;
   HG_CUDA_TRY(cudaGetDeviceCount(&count));
   times.runtime_s = seconds(t);
+  times.runtime_cpu_s = std::max(0.0, cpu_seconds() - cpu0);
   HG_EXPECTS(count > 0, error_kind::device, "no CUDA device found");
   t = clock::now();
   int device = 0;

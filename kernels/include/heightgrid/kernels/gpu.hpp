@@ -66,6 +66,7 @@ struct gpu_device_info {
 /// fixed cost that a GPU job pays and a CPU job does not (heightgrid limits reports it).
 struct cuda_start_times {
   double runtime_s{0.0};   ///< the driver and runtime (cudaGetDeviceCount: cuInit)
+  double runtime_cpu_s{0.0};  ///< the process's CPU time meanwhile (every thread): a core's share of it
   double context_s{0.0};   ///< the device's primary context (cudaFree(nullptr) after cudaSetDevice)
   double kernel_s{0.0};    ///< loading one kernel (lazy module loading)
   double allocate_s{0.0};  ///< the first stream-ordered allocation of 64 MiB (the memory pool)
