@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <chrono>
 #include <climits>
-#include <cmath>
 #include <csignal>
 #include <cstdint>
 #include <cstdio>
@@ -123,6 +122,20 @@ std::string ended_how(pid_t pid)
   return "it exited with status " + std::to_string(WEXITSTATUS(status));
 }
 
+/// A helper that answered ends (the driver's teardown) beside the job: reaped on a thread of its
+/// own where it ends before the job does (no process left behind where the process's parent never
+/// reaps); without a thread to spare the process's end reaps it.
+void reap_later(pid_t pid) noexcept
+{
+  try {
+    std::thread([pid] {
+      int status = 0;
+      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    }).detach();
+  } catch (std::system_error const&) {
+  }
+}
+
 }  // namespace
 
 bool start_driver_helper(driver_finder find) noexcept
@@ -201,17 +214,12 @@ std::optional<driver_answer> ask_driver_helper(int device, double timeout_s)
       line.resize(end);
       break;
     }
-    if (line.size() > answer_bytes + 1) { return not_found("its answer was not one line"); }
+    if (line.size() > answer_bytes + 1) {
+      reap_later(pid);
+      return not_found("its answer was not one line");
+    }
   }
-  // The helper now ends (the driver's teardown) beside the job: reaped on a thread of its own where
-  // it ends before the job does (no process left behind where the process's parent never reaps).
-  try {
-    std::thread([pid] {
-      int status = 0;
-      while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-    }).detach();
-  } catch (std::system_error const&) {  // no thread to spare: the process's end reaps it
-  }
+  reap_later(pid);
   if (line.empty() || (line[0] != '1' && line[0] != '0')) { return not_found("its answer was garbled"); }
   if (line[0] == '1') { return driver_answer{true, {}}; }
   return driver_answer{false, line.substr(1)};
