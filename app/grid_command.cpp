@@ -252,11 +252,8 @@ bool driver_question_for_helper(grid_job_options const& job, input_selection con
     return false;
   }
   // The model is LAS's: LAZ, text and rasters take the CPU longer than it says.
-  bool const las = std::all_of(paths.begin(), paths.end(), [](std::string const& p) {
-    auto ext = std::filesystem::path(p).extension().string();
-    std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
-    return ext == ".las";
-  });
+  bool const las =
+    std::all_of(paths.begin(), paths.end(), [](std::string const& p) { return lower_extension(p) == ".las"; });
   return las && cpu_bins_before_a_context_pays(guess_points(in, paths), job.request, worker_threads(job.threads));
 }
 

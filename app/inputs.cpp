@@ -33,14 +33,14 @@
 namespace heightgrid::app {
 namespace fs = std::filesystem;
 
-namespace {
-
 std::string lower_extension(std::string const& path)
 {
   std::string ext = fs::path(path).extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
   return ext;
 }
+
+namespace {
 
 bool has_las_signature(std::string const& path)
 {

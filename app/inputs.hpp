@@ -38,6 +38,9 @@ struct input_options {
 [[nodiscard]] std::vector<std::string> expand_inputs(std::vector<std::string> const& args,
                                                      read_region const& region = {});
 
+/// The extension of `path` in lower case, with its dot (".laz"); empty where it has none.
+[[nodiscard]] std::string lower_extension(std::string const& path);
+
 /// True for a .las/.laz name or a file that starts with the "LASF" signature.
 [[nodiscard]] bool looks_like_las(std::string const& path);
 

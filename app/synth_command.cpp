@@ -28,12 +28,7 @@ double coordinate_scale(double span)
   return scale;
 }
 
-bool ends_with_laz(std::string const& path)
-{
-  auto ext = std::filesystem::path(path).extension().string();
-  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
-  return ext == ".laz";
-}
+bool ends_with_laz(std::string const& path) { return lower_extension(path) == ".laz"; }
 
 }  // namespace
 
